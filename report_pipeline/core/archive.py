@@ -1,0 +1,104 @@
+"""The archive side: promote validated work into the archive, then publish the manifest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from report_pipeline.core import manifest as mf
+from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.retention import RetentionPolicy, deadlines_for, iso, utc_now
+from report_pipeline.core.storage import Store
+from report_pipeline.core.worker import JSON_CAP, complete_manifest
+
+
+def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
+    archived = outcome["state"] == "validated"
+    return {
+        "sequence": 0,
+        "page": outcome["page"],
+        "index": outcome["index"],
+        "state": "archived" if archived else "quarantined",
+        "attempts": attempt,
+        "validated_first_attempt": archived and attempt == 1,
+        "queued_at": queued_at,
+        "started_at": outcome["started_at"],
+        "finished_at": iso(utc_now()),
+        "content_hash": outcome["content_hash"],
+        "width": outcome["width"],
+        "height": outcome["height"],
+        "format": "png" if archived else None,
+        "mode": outcome["mode"],
+        "bytes": outcome["png_bytes"],
+        "stream_bytes": outcome["stream_bytes"],
+        "declared_type": outcome["declared_type"],
+        "signature": outcome["signature"],
+        "quarantine_reason": outcome["reason"],
+        "quarantine_detail": outcome["detail"],
+        "object_key": key,
+        "cleanup_lease": outcome["lease"],
+    }
+
+
+def _destination(extracted: ExtractedTask, outcome: dict[str, Any]) -> str | None:
+    ref, work_key = extracted.task.ref, outcome["work_key"]
+    if work_key is None:
+        return None
+    if outcome["state"] == "validated":
+        return ref.image_key(outcome["content_hash"])
+    return ref.evidence_key(work_key.rsplit("/q-", 1)[1].removesuffix(".bin"))
+
+
+def archive(store: Store, extracted: ExtractedTask, attempt: int) -> ArchivedTask:
+    """Idempotent: an object already in the archive (same content hash) is not written again."""
+    task = extracted.task
+    outcomes = json.loads(store.get_bytes(extracted.outcomes_key, JSON_CAP))
+    children, new_objects, placed = [], 0, set()
+    for outcome in outcomes:
+        destination = _destination(extracted, outcome)
+        if destination and destination not in placed:
+            if not store.exists(destination):
+                new_objects += 1
+            store.promote(outcome["work_key"], destination)
+            placed.add(destination)
+        children.append(_child(outcome, task.queued_at, attempt, destination))
+    children_key = f"{task.ref.archive_prefix}/children/{task.task_key}.json"
+    store.put_bytes(children_key, json.dumps(children).encode())
+    store.delete(extracted.outcomes_key)
+    quarantined = sum(c["state"] == "quarantined" for c in children)
+    return ArchivedTask(
+        task, children_key, len(children) - quarantined, quarantined, new_objects, attempt
+    )
+
+
+def publish(
+    store: Store,
+    staged: StagedReport,
+    archived: list[ArchivedTask],
+    retention: RetentionPolicy,
+    peak_rss_kib: int = 0,
+) -> tuple[dict[str, Any], bool]:
+    """Write the manifest once; a rerun of the same revision gets the stored one back unchanged.
+
+    Returns the manifest and whether it was reused. Working material (the staged source and any
+    work leftovers) is deleted once the revision is complete.
+    """
+    ref = staged.ref
+    existing = complete_manifest(store, ref)
+    if existing is not None:
+        return existing, True
+    plan = json.loads(store.get_bytes(ref.plan_key, JSON_CAP))
+    expected = {int(page): count for page, count in plan["expected"].items()}
+    records = []
+    for task in sorted(archived, key=lambda t: t.task.first_page):
+        records.extend(json.loads(store.get_bytes(task.children_key, JSON_CAP)))
+    now = utc_now()
+    document = mf.build_manifest(
+        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak_rss_kib
+    )
+    store.put_bytes(ref.manifest_key, mf.dumps(document))
+    if document["state"] == "complete":
+        store.delete(ref.staged_key)
+        for leftover in list(store.list(ref.work_prefix)):
+            store.delete(leftover.key)
+    return document, False

@@ -1,0 +1,133 @@
+"""The worker's unit of work: one image occurrence in, a validated PNG or a quarantine out.
+
+Used unchanged by the Dagster ops, the preview command and the benchmark's plain loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image
+
+from report_pipeline.core import normalize, validation
+from report_pipeline.core.intake import Limits
+from report_pipeline.core.pdf_pages import (
+    ImageRef,
+    components_of,
+    flate_predictor,
+    page_images,
+)
+from report_pipeline.core.retention import iso, utc_now
+from report_pipeline.core.validation import Quarantined
+
+_TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
+_PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)
+
+
+@dataclass(frozen=True)
+class ImageOutcome:
+    page: int
+    index: int
+    state: str  # "validated" or "quarantined"
+    reason: str | None
+    detail: str | None
+    declared_type: str
+    signature: str | None
+    width: int
+    height: int
+    mode: str | None
+    content_hash: str | None
+    png_bytes: int
+    stream_bytes: int
+    started_at: str
+    finished_at: str
+
+
+@dataclass(frozen=True)
+class Processed:
+    outcome: ImageOutcome
+    payload: bytes | None  # the normalized PNG, or the raw stream kept as quarantine evidence
+
+
+def _declared_int(doc: pymupdf.Document, xref: int, key: str) -> int:
+    kind, value = doc.xref_get_key(xref, key)
+    return int(value) if kind == "int" else -1
+
+
+def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> bool:
+    """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF."""
+    return (
+        image.mode in {"L", "RGB"}
+        and doc.xref_get_key(ref.xref, "ColorSpace")[1] in _PLAIN_SPACES
+        and doc.xref_get_key(ref.xref, "Decode")[0] == "null"
+    )
+
+
+def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
+    validation.check_size(max(0, _declared_int(doc, ref.xref, "Length")), limits)
+    raw = doc.xref_stream_raw(ref.xref)
+    validation.check_size(len(raw), limits)
+    signature = validation.check_signature(raw, ref)
+    validation.check_dimensions(ref.width, ref.height, limits)
+    if ref.smask:
+        mask_w, mask_h = (_declared_int(doc, ref.smask, k) for k in ("Width", "Height"))
+        validation.check_dimensions(mask_w, mask_h, limits)
+    return raw, signature
+
+
+def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:
+    """Decode with the strictest decoder for the codec; return the image if it is usable as is."""
+    if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
+        image = validation.decode_file_image(raw, ref, limits)
+        return normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
+    if ref.filters == ("FlateDecode",):
+        components = components_of(doc, ref.xref)
+        if components:
+            predictor = flate_predictor(doc, ref.xref)
+            expected = validation.expected_flate_bytes(ref, components, predictor)
+            validation.check_flate_complete(raw, expected)
+    return None
+
+
+def _mupdf_decode(doc: pymupdf.Document, xref: int) -> Image.Image:
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        image = normalize.pixmap_image(doc, xref)
+    except Exception as exc:  # MuPDF reports bad streams with several exception types
+        raise Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}") from None
+    warnings = pymupdf.TOOLS.mupdf_warnings().lower()
+    if any(word in warnings for word in _TRUNCATION_WORDS):
+        raise Quarantined("truncated", "MuPDF had to pad a short image stream")
+    return image
+
+
+def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
+    started = iso(utc_now())
+    raw, signature, evidence = b"", None, None
+    try:
+        raw, signature = _precheck(doc, ref, limits)
+        evidence = raw
+        image = _strict_decode(doc, ref, raw, limits) or _mupdf_decode(doc, ref.xref)
+        if ref.smask:
+            image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
+        result = normalize.encode_png(image)
+    except Quarantined as bad:
+        outcome = ImageOutcome(
+            ref.page, ref.index, "quarantined", bad.reason, bad.detail,
+            validation.declared_type(ref), signature, ref.width, ref.height, None, None, 0,
+            len(raw), started, iso(utc_now()),
+        )  # fmt: skip
+        return Processed(outcome, evidence)
+    outcome = ImageOutcome(
+        ref.page, ref.index, "validated", None, None, validation.declared_type(ref), signature,
+        result.width, result.height, result.mode, result.sha256, len(result.png), len(raw),
+        started, iso(utc_now()),
+    )  # fmt: skip
+    return Processed(outcome, result.png)
+
+
+def process_page(doc: pymupdf.Document, page_number: int, limits: Limits) -> list[Processed]:
+    return [process_image(doc, ref, limits) for ref in page_images(doc, page_number)]

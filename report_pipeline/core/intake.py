@@ -1,0 +1,132 @@
+"""Intake rules: where a month's report lives, input limits, and the idempotency key.
+
+The report id comes from the source and month, never from a file name, and no file name from a
+source is ever used on the worker or shown in a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+
+from report_pipeline.core.workdir import private_file
+
+EXTRACTOR_VERSION = "1"
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_report_bytes: int = 256 * 1024 * 1024
+    max_pages: int = 2000
+    max_image_stream_bytes: int = 32 * 1024 * 1024
+    max_image_pixels: int = 64_000_000
+    max_image_side: int = 20_000
+
+
+class RefusedInput(Exception):
+    """A report that will not be processed, with a stable code and a message safe to show."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class StagedSource:
+    path: Path
+    sha256: str
+    size: int
+    superseded: int  # other reports in the same month that this revision replaces
+
+
+def check_month(month: str) -> str:
+    if not _MONTH.match(month):
+        raise RefusedInput("bad_month", f"month must look like YYYY-MM, got {month!r}")
+    return month
+
+
+def report_id_for(source_name: str, month: str) -> str:
+    if not _SLUG.match(source_name):
+        raise ValueError(f"source name {source_name!r} is not a slug")
+    return f"{source_name}-{check_month(month)}"
+
+
+def revision_for(report_id: str, source_hash: str, extractor_version: str) -> str:
+    """The idempotency key (report_id, source_hash, extractor_version), hashed to a short id."""
+    key = f"{report_id}\n{source_hash}\n{extractor_version}".encode()
+    return hashlib.sha256(key).hexdigest()[:20]
+
+
+def _candidates(month_dir: Path, root: Path) -> list[Path]:
+    found = []
+    for entry in os.scandir(month_dir):
+        if not entry.name.lower().endswith(".pdf") or entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        resolved = path.resolve()
+        if resolved.is_relative_to(root) and stat.S_ISREG(os.stat(resolved).st_mode):
+            found.append(path)
+    return found
+
+
+def find_report(inbox_root: Path, month: str) -> tuple[Path, int]:
+    """The month's report in `<inbox>/<YYYY-MM>/*.pdf`: the newest wins, the rest are superseded.
+
+    Returns the path and how many other reports it supersedes. Symlinks that leave the inbox and
+    anything but regular files are ignored.
+    """
+    root = inbox_root.resolve()
+    month_dir = root / check_month(month)
+    files = _candidates(month_dir, root) if month_dir.is_dir() else []
+    if not files:
+        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
+    files.sort(key=lambda p: (p.stat().st_mtime_ns, p.name))
+    return files[-1], len(files) - 1
+
+
+def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
+    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`."""
+    dest = private_file(workdir, ".pdf")
+    digest, size = hashlib.sha256(), 0
+    with open(source, "rb") as src, open(dest, "wb") as out:
+        while chunk := src.read(_CHUNK):
+            size += len(chunk)
+            if size > max_bytes:
+                raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+            digest.update(chunk)
+            out.write(chunk)
+    return dest, digest.hexdigest(), size
+
+
+def inspect_pdf(path: Path, limits: Limits) -> int:
+    """Check a staged report and return its page count, or refuse it with a clear reason."""
+    with open(path, "rb") as handle:
+        if b"%PDF-" not in handle.read(1024):
+            raise RefusedInput("not_pdf", "file does not start with a %PDF signature")
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception:  # MuPDF raises several types for unreadable files
+        raise RefusedInput("unopenable", "PDF cannot be opened (corrupt structure)") from None
+    with doc:
+        if doc.needs_pass or doc.is_encrypted:
+            raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
+        if doc.is_repaired:
+            raise RefusedInput("damaged", "PDF is damaged (truncated or broken cross-reference)")
+        pages = doc.page_count
+    if pages == 0:
+        raise RefusedInput("empty", "PDF has no pages")
+    if pages > limits.max_pages:
+        raise RefusedInput(
+            "too_many_pages", f"PDF has {pages} pages; the limit is {limits.max_pages}"
+        )
+    return pages

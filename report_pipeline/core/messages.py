@@ -1,0 +1,82 @@
+"""The small frozen messages passed between steps. They carry keys and counts, never bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RevisionRef:
+    """One report revision: the idempotency key (report_id, source_hash, extractor_version)."""
+
+    report_id: str
+    month: str
+    source_hash: str
+    extractor_version: str
+    revision: str
+
+    @property
+    def staged_key(self) -> str:
+        return f"staged/{self.report_id}/{self.revision}.pdf"
+
+    @property
+    def work_prefix(self) -> str:
+        return f"work/{self.revision}"
+
+    @property
+    def archive_prefix(self) -> str:
+        return f"archive/{self.report_id}/{self.revision}"
+
+    @property
+    def manifest_key(self) -> str:
+        return f"{self.archive_prefix}/manifest.json"
+
+    @property
+    def plan_key(self) -> str:
+        return f"{self.archive_prefix}/plan.json"
+
+    def image_key(self, content_hash: str) -> str:
+        return f"{self.archive_prefix}/images/{content_hash}.png"
+
+    def evidence_key(self, raw_hash: str) -> str:
+        return f"{self.archive_prefix}/quarantine/{raw_hash}.bin"
+
+
+@dataclass(frozen=True)
+class StagedReport:
+    ref: RevisionRef
+    page_count: int
+    source_bytes: int
+    superseded: int
+    reused: bool  # the revision already has a manifest: nothing is extracted again
+
+
+@dataclass(frozen=True)
+class PageTask:
+    ref: RevisionRef
+    task_key: str  # also the Dagster mapping key: page_0001 or pages_0001_0070
+    first_page: int
+    last_page: int
+    images: int
+    queued_at: str
+
+
+@dataclass(frozen=True)
+class ExtractedTask:
+    task: PageTask
+    outcomes_key: str
+    validated: int
+    quarantined: int
+    started_at: str
+    lease_until: str
+    peak_rss_kib: int
+
+
+@dataclass(frozen=True)
+class ArchivedTask:
+    task: PageTask
+    children_key: str
+    archived: int
+    quarantined: int
+    new_objects: int
+    attempts: int

@@ -1,0 +1,50 @@
+"""The two clocks: a short one for working material and a long one for the archive.
+
+Deadlines are computed once, when a revision is first archived, and then only read: a retry or a
+rerun reuses the recorded values and can never extend them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    work_minutes: int = 15
+    archive_days: int = 400
+    lease_minutes: int = 30
+
+    def __post_init__(self) -> None:
+        if self.work_minutes <= 0 or self.archive_days <= 0 or self.lease_minutes <= 0:
+            raise ValueError("retention periods must be positive")
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    work_delete_by: str  # ISO 8601, UTC
+    archive_delete_by: str
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def deadlines_for(archived_at: datetime, policy: RetentionPolicy) -> Deadlines:
+    return Deadlines(
+        work_delete_by=iso(archived_at + timedelta(minutes=policy.work_minutes)),
+        archive_delete_by=iso(archived_at + timedelta(days=policy.archive_days)),
+    )
+
+
+def lease_until(started_at: datetime, policy: RetentionPolicy) -> str:
+    return iso(started_at + timedelta(minutes=policy.lease_minutes))

@@ -1,0 +1,176 @@
+"""The Store protocol: one private key space for staged sources, work material and the archive.
+
+Keys are slash-separated relative paths made only by this package (never from user input).
+The local implementation keeps directories 0700 and files 0600 and writes atomically, so a
+reader never sees half an object and a retried write is harmless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+_KEY = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
+_CHUNK = 1 << 20
+
+
+class StorageError(Exception):
+    """A storage operation failed. `transient` says whether trying again may succeed."""
+
+    transient = False
+
+
+class TransientStorageError(StorageError):
+    """Timeouts, throttling, connection resets: worth a bounded retry."""
+
+    transient = True
+
+
+class PermanentStorageError(StorageError):
+    """Missing objects, permissions, full disks: retrying will not help."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+
+
+class Store(Protocol):
+    def put_bytes(self, key: str, data: bytes) -> None: ...
+    def put_file(self, key: str, path: Path) -> None: ...
+    def get_bytes(self, key: str, max_bytes: int) -> bytes: ...
+    def fetch(self, key: str, dest: Path, max_bytes: int) -> None: ...
+    def exists(self, key: str) -> bool: ...
+    def size(self, key: str) -> int: ...
+    def promote(self, src: str, dst: str) -> None: ...
+    def delete(self, key: str) -> bool: ...
+    def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
+
+
+def check_key(key: str) -> str:
+    """Refuse anything that is not a plain relative key (no '..', no absolute paths)."""
+    if not _KEY.match(key) or any(part in {".", ".."} for part in key.split("/")):
+        raise PermanentStorageError(f"invalid store key {key!r}")
+    return key
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class LocalStore:
+    """The embedded default: a private directory tree (0700 dirs, 0600 files)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        self._mkdir(self.root)
+
+    def _mkdir(self, path: Path) -> None:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def _tmp_beside(self, path: Path) -> Path:
+        self._mkdir_chain(path.parent)
+        return path.parent / f".tmp-{secrets.token_hex(8)}"
+
+    def _mkdir_chain(self, directory: Path) -> None:
+        missing = []
+        while not directory.exists() and directory != self.root:
+            missing.append(directory)
+            directory = directory.parent
+        for item in reversed(missing):
+            item.mkdir(mode=0o700, exist_ok=True)
+
+    def _write(self, key: str, writer) -> None:
+        final = self._path(key)
+        tmp = self._tmp_beside(final)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                writer(handle)
+            os.replace(tmp, final)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise PermanentStorageError(f"cannot write {key}: {exc.strerror}") from None
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._write(key, lambda handle: handle.write(data))
+
+    def put_file(self, key: str, path: Path) -> None:
+        def copy(handle) -> None:
+            with open(path, "rb") as source:
+                shutil.copyfileobj(source, handle, _CHUNK)
+
+        self._write(key, copy)
+
+    def get_bytes(self, key: str, max_bytes: int) -> bytes:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(max_bytes + 1)
+        except FileNotFoundError:
+            raise PermanentStorageError(f"missing object {key}") from None
+        if len(data) > max_bytes:
+            raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
+        return data
+
+    def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
+        if self.size(key) > max_bytes:
+            raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out, open(self._path(key), "rb") as source:
+            shutil.copyfileobj(source, out, _CHUNK)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise PermanentStorageError(f"missing object {key}") from None
+
+    def promote(self, src: str, dst: str) -> None:
+        """Move work material into place; a destination that already exists wins (same hash)."""
+        source, target = self._path(src), self._path(dst)
+        if target.exists():
+            source.unlink(missing_ok=True)
+            return
+        if not source.exists():
+            raise PermanentStorageError(f"missing object {src}")
+        self._mkdir_chain(target.parent)
+        os.replace(source, target)
+
+    def delete(self, key: str) -> bool:
+        """Idempotent: an object that is already gone counts as deleted (returns False)."""
+        try:
+            self._path(key).unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        base = self._path(prefix.rstrip("/")) if prefix else self.root
+        if not base.is_dir():
+            return
+        for directory, _dirs, files in os.walk(base):
+            for name in sorted(files):
+                if name.startswith(".tmp-"):
+                    continue
+                path = Path(directory, name)
+                yield ObjectInfo(str(path.relative_to(self.root)), path.stat().st_size)

@@ -1,0 +1,121 @@
+"""Validation before archive: size, signature vs declared type, dimensions, pixel cap, full decode.
+
+Every check runs before the next, more expensive one, so a hostile stream is stopped by the
+cheapest check that can see it, and nothing is decoded past the pixel cap.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+import magic
+from PIL import Image
+
+from report_pipeline.core.intake import Limits
+from report_pipeline.core.pdf_pages import ImageRef
+
+SIGNATURES = {
+    "DCTDecode": {"image/jpeg"},
+    "JPXDecode": {"image/jp2", "image/jpx"},
+    "FlateDecode": {"application/zlib"},
+}
+CODEC_TYPES = {"DCTDecode": "jpeg", "JPXDecode": "jpx", "FlateDecode": "flate"}
+
+
+class Quarantined(Exception):
+    """Bad bytes: never retried, kept for review with a stable reason code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def declared_type(ref: ImageRef) -> str:
+    if not ref.filters:
+        return "raw"
+    return CODEC_TYPES.get(ref.filters[-1], ref.filters[-1].removesuffix("Decode").lower())
+
+
+def check_size(length: int, limits: Limits) -> None:
+    if length > limits.max_image_stream_bytes:
+        raise Quarantined(
+            "stream_too_large",
+            f"compressed stream is {length} bytes; limit {limits.max_image_stream_bytes}",
+        )
+
+
+def check_signature(raw: bytes, ref: ImageRef) -> str | None:
+    """The outermost filter says what the raw bytes must be; libmagic says what they are."""
+    if not ref.filters or ref.filters[0] not in SIGNATURES:
+        return None  # CCITT, JBIG2, raw samples...: no file signature to compare against
+    found = magic.from_buffer(raw[:4096], mime=True)
+    if found not in SIGNATURES[ref.filters[0]]:
+        raise Quarantined(
+            "signature_mismatch", f"declared {ref.filters[0]} but the bytes are {found}"
+        )
+    return found
+
+
+def check_dimensions(width: int, height: int, limits: Limits) -> None:
+    if width <= 0 or height <= 0:
+        raise Quarantined("bad_dimensions", f"declared size {width}x{height}")
+    if max(width, height) > limits.max_image_side:
+        raise Quarantined(
+            "dimensions_exceed_cap", f"{width}x{height}: a side exceeds {limits.max_image_side}"
+        )
+    if width * height > limits.max_image_pixels:
+        raise Quarantined(
+            "pixel_cap_exceeded",
+            f"{width}x{height} = {width * height} pixels; limit {limits.max_image_pixels}",
+        )
+
+
+def decode_file_image(raw: bytes, ref: ImageRef, limits: Limits) -> Image.Image:
+    """JPEG/JPX: read the header, compare with the declared size, then decode in full.
+
+    Pillow refuses truncated data (LOAD_TRUNCATED_IMAGES stays False): it is quarantined,
+    never padded.
+    """
+    Image.MAX_IMAGE_PIXELS = limits.max_image_pixels
+    try:
+        image = Image.open(io.BytesIO(raw))
+        if image.size != (ref.width, ref.height):
+            raise Quarantined(
+                "dimension_mismatch",
+                f"header says {image.size[0]}x{image.size[1]}, PDF declares "
+                f"{ref.width}x{ref.height}",
+            )
+        check_dimensions(*image.size, limits)
+        image.load()
+    except Quarantined:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise Quarantined("pixel_cap_exceeded", str(exc)) from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        reason = "truncated" if "truncated" in str(exc).lower() else "undecodable"
+        raise Quarantined(reason, f"{declared_type(ref)} decode failed: {exc}") from None
+    return image
+
+
+def check_flate_complete(raw: bytes, expected: int) -> None:
+    """Inflate in 1 MiB pieces that are thrown away (bounded memory); insist on `expected` bytes."""
+    inflater = zlib.decompressobj()
+    data, got = raw, 0
+    try:
+        while got < expected:
+            piece = inflater.decompress(data, min(1 << 20, expected - got))
+            got += len(piece)
+            data = inflater.unconsumed_tail
+            if not piece and not data:
+                break
+    except zlib.error as exc:
+        raise Quarantined("undecodable", f"flate stream is corrupt: {exc}") from None
+    if got < expected:
+        raise Quarantined("truncated", f"flate stream gives {got} of {expected} bytes")
+
+
+def expected_flate_bytes(ref: ImageRef, components: int, predictor: int) -> int:
+    row = (ref.width * components * ref.bpc + 7) // 8
+    return ref.height * (row + (1 if predictor >= 10 else 0))

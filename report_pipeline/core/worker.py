@@ -1,0 +1,145 @@
+"""Each step's work over the Store, free of Dagster: stage, plan, extract, archive, publish.
+
+Bytes move between steps only through the store; every step works in its own private directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from report_pipeline.core import manifest as mf
+from report_pipeline.core.extract import Processed, process_image
+from report_pipeline.core.intake import (
+    EXTRACTOR_VERSION,
+    Limits,
+    inspect_pdf,
+    report_id_for,
+    revision_for,
+    stage_stream,
+)
+from report_pipeline.core.messages import (
+    ExtractedTask,
+    PageTask,
+    RevisionRef,
+    StagedReport,
+)
+from report_pipeline.core.pdf_pages import count_images, open_pdf, page_images
+from report_pipeline.core.planning import group_pages
+from report_pipeline.core.retention import RetentionPolicy, iso, lease_until, utc_now
+from report_pipeline.core.storage import Store
+from report_pipeline.core.workdir import private_file, private_workdir
+
+JSON_CAP = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    work_root: Path
+    limits: Limits = field(default_factory=Limits)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    extractor_version: str = EXTRACTOR_VERSION
+
+
+def _lease(settings: WorkerSettings) -> str:
+    return lease_until(utc_now(), settings.retention)
+
+
+def peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
+    if not store.exists(ref.manifest_key):
+        return None
+    document = mf.loads(store.get_bytes(ref.manifest_key, JSON_CAP))
+    return document if document["state"] == "complete" else None
+
+
+def stage(
+    store: Store, source: Path, source_name: str, month: str, superseded: int,
+    settings: WorkerSettings, owner: str,
+) -> StagedReport:  # fmt: skip
+    """Stream the report into a private file with a byte cap, check it, and stage it."""
+    with private_workdir(settings.work_root, owner, _lease(settings)) as workdir:
+        path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
+        pages = inspect_pdf(path, settings.limits)
+        report_id = report_id_for(source_name, month)
+        revision = revision_for(report_id, digest, settings.extractor_version)
+        ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
+        if complete_manifest(store, ref) is not None:
+            return StagedReport(ref, pages, size, superseded, reused=True)
+        store.put_file(ref.staged_key, path)
+    return StagedReport(ref, pages, size, superseded, reused=False)
+
+
+def plan(
+    store: Store, staged: StagedReport, settings: WorkerSettings, owner: str,
+    pages_per_task: int = 0, target_units: float = 400.0,
+) -> list[PageTask]:  # fmt: skip
+    """One task per page group; the plan (expected images per page) is kept in the archive."""
+    if staged.reused:
+        return []
+    ref = staged.ref
+    with private_workdir(settings.work_root, owner, _lease(settings)) as workdir:
+        path = private_file(workdir, ".pdf")
+        store.fetch(ref.staged_key, path, settings.limits.max_report_bytes)
+        with open_pdf(path) as doc:
+            counts = count_images(doc)
+    queued_at = iso(utc_now())
+    groups = group_pages(counts, pages_per_task, target_units)
+    tasks = [PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at) for g in groups]
+    expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
+    store.put_bytes(
+        ref.plan_key, json.dumps({"expected": expected, "queued_at": queued_at}).encode()
+    )
+    return tasks
+
+
+def process_pages(doc, pages: range, limits: Limits) -> Iterator[Processed]:
+    """Every image occurrence on the pages; an image drawn on several pages is decoded once."""
+    seen: dict[int, Processed] = {}
+    for page in pages:
+        for ref in page_images(doc, page):
+            if ref.xref not in seen:
+                seen[ref.xref] = process_image(doc, ref, limits)
+            done = seen[ref.xref]
+            yield Processed(replace(done.outcome, page=page, index=ref.index), done.payload)
+
+
+def _work_key(task: PageTask, processed: Processed) -> str | None:
+    base = f"{task.ref.work_prefix}/{task.task_key}"
+    if processed.outcome.state == "validated":
+        return f"{base}/{processed.outcome.content_hash}.png"
+    if processed.payload:
+        return f"{base}/q-{hashlib.sha256(processed.payload).hexdigest()}.bin"
+    return None
+
+
+def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
+    """Decode, validate and normalize the task's images; hand them to archive via the store."""
+    started = utc_now()
+    lease = lease_until(started, settings.retention)
+    records, written = [], set()
+    with private_workdir(settings.work_root, owner, lease) as workdir:
+        path = private_file(workdir, ".pdf")
+        store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
+        with open_pdf(path) as doc:
+            for processed in process_pages(
+                doc, range(task.first_page, task.last_page + 1), settings.limits
+            ):
+                key = _work_key(task, processed)
+                if key and key not in written:
+                    store.put_bytes(key, processed.payload)
+                    written.add(key)
+                records.append({**asdict(processed.outcome), "work_key": key, "lease": lease})
+    outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
+    store.put_bytes(outcomes_key, json.dumps(records).encode())
+    valid = sum(r["state"] == "validated" for r in records)
+    return ExtractedTask(
+        task, outcomes_key, valid, len(records) - valid, iso(started), lease, peak_rss_kib()
+    )
