@@ -49,7 +49,9 @@ def _destination(extracted: ExtractedTask, outcome: dict[str, Any]) -> str | Non
     return ref.evidence_key(work_key.rsplit("/q-", 1)[1].removesuffix(".bin"))
 
 
-def archive(store: Store, extracted: ExtractedTask, attempt: int) -> ArchivedTask:
+def archive(
+    store: Store, extracted: ExtractedTask, attempt: int
+) -> tuple[ArchivedTask, list[dict[str, Any]]]:
     """Idempotent: an object already in the archive (same content hash) is not written again."""
     task = extracted.task
     outcomes = json.loads(store.get_bytes(extracted.outcomes_key, JSON_CAP))
@@ -66,9 +68,11 @@ def archive(store: Store, extracted: ExtractedTask, attempt: int) -> ArchivedTas
     store.put_bytes(children_key, json.dumps(children).encode())
     store.delete(extracted.outcomes_key)
     quarantined = sum(c["state"] == "quarantined" for c in children)
-    return ArchivedTask(
-        task, children_key, len(children) - quarantined, quarantined, new_objects, attempt
+    archived = len(children) - quarantined
+    result = ArchivedTask(
+        task, children_key, archived, quarantined, new_objects, attempt, extracted.peak_rss_kib
     )
+    return result, children
 
 
 def publish(
@@ -76,7 +80,6 @@ def publish(
     staged: StagedReport,
     archived: list[ArchivedTask],
     retention: RetentionPolicy,
-    peak_rss_kib: int = 0,
 ) -> tuple[dict[str, Any], bool]:
     """Write the manifest once; a rerun of the same revision gets the stored one back unchanged.
 
@@ -93,8 +96,9 @@ def publish(
     for task in sorted(archived, key=lambda t: t.task.first_page):
         records.extend(json.loads(store.get_bytes(task.children_key, JSON_CAP)))
     now = utc_now()
+    peak = max((task.peak_rss_kib for task in archived), default=0)
     document = mf.build_manifest(
-        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak_rss_kib
+        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak
     )
     store.put_bytes(ref.manifest_key, mf.dumps(document))
     if document["state"] == "complete":

@@ -98,7 +98,11 @@ def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str
     """Copy `source` into a private file, hashing as it goes and never past `max_bytes`."""
     dest = private_file(workdir, ".pdf")
     digest, size = hashlib.sha256(), 0
-    with open(source, "rb") as src, open(dest, "wb") as out:
+    try:
+        src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
+    except OSError as exc:
+        raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
+    with src, open(dest, "wb") as out:
         while chunk := src.read(_CHUNK):
             size += len(chunk)
             if size > max_bytes:
@@ -118,6 +122,8 @@ def inspect_pdf(path: Path, limits: Limits) -> int:
     except Exception:  # MuPDF raises several types for unreadable files
         raise RefusedInput("unopenable", "PDF cannot be opened (corrupt structure)") from None
     with doc:
+        if not doc.is_pdf:
+            raise RefusedInput("not_pdf", "file is not a PDF document")
         if doc.needs_pass or doc.is_encrypted:
             raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
         if doc.is_repaired:

@@ -80,3 +80,4 @@ class ArchivedTask:
     quarantined: int
     new_objects: int
     attempts: int
+    peak_rss_kib: int

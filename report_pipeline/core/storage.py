@@ -158,11 +158,22 @@ class LocalStore:
 
     def delete(self, key: str) -> bool:
         """Idempotent: an object that is already gone counts as deleted (returns False)."""
+        path = self._path(key)
         try:
-            self._path(key).unlink()
-            return True
+            path.unlink()
         except FileNotFoundError:
             return False
+        self._prune(path.parent)
+        return True
+
+    def _prune(self, directory: Path) -> None:
+        """Remove directories left empty by a delete, up to (not including) the root."""
+        while directory != self.root:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
+            directory = directory.parent
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         base = self._path(prefix.rstrip("/")) if prefix else self.root

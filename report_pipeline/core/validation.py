@@ -61,14 +61,14 @@ def check_signature(raw: bytes, ref: ImageRef) -> str | None:
 def check_dimensions(width: int, height: int, limits: Limits) -> None:
     if width <= 0 or height <= 0:
         raise Quarantined("bad_dimensions", f"declared size {width}x{height}")
-    if max(width, height) > limits.max_image_side:
-        raise Quarantined(
-            "dimensions_exceed_cap", f"{width}x{height}: a side exceeds {limits.max_image_side}"
-        )
     if width * height > limits.max_image_pixels:
         raise Quarantined(
             "pixel_cap_exceeded",
             f"{width}x{height} = {width * height} pixels; limit {limits.max_image_pixels}",
+        )
+    if max(width, height) > limits.max_image_side:
+        raise Quarantined(
+            "dimensions_exceed_cap", f"{width}x{height}: a side exceeds {limits.max_image_side}"
         )
 
 

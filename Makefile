@@ -1,0 +1,38 @@
+# The README's commands: `make demo`, `make test`, `make dev`. uv is installed from PyPI if missing.
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+export DAGSTER_HOME := $(CURDIR)/dagster_home
+MONTH ?= 2026-10
+
+.PHONY: setup demo test dev fixtures lint bench
+
+.venv/.synced: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	$(UV) sync --locked --quiet
+	@touch $@
+
+setup: .venv/.synced
+
+fixtures: setup  ## regenerate the committed fixture PDFs (deterministic)
+	$(UV) run python -m fixtures.generate --verify
+
+fixtures/pdfs/monthly_report.pdf:
+	$(MAKE) fixtures
+
+demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly report as one partition
+	$(UV) run python -m report_pipeline.demo --month $(MONTH)
+
+test: setup  ## the whole suite, plus lint
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run pytest
+
+dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home/)
+	$(UV) run dagster dev -w workspace.yaml
+
+lint: setup
+	$(UV) run ruff check --fix .
+	$(UV) run ruff format .
+
+bench: setup fixtures/pdfs/monthly_report.pdf  ## ratios: Dagster run vs plain loop vs pdfimages
+	$(UV) run python -m bench.run

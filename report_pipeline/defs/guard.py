@@ -1,0 +1,62 @@
+"""How an op turns a core exception into Dagster's language, via the core decision table.
+
+Only a transient storage error is ever re-raised for the op's RetryPolicy; refused input,
+permanent storage errors, exhausted retries and unexpected errors are dead letters that Dagster
+will not retry (`allow_retries=False`), visible as a failed step to re-execute from failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import dagster as dg
+
+from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.policy import MAX_TRIES, Action, Attempt, next_action
+from report_pipeline.core.storage import StorageError
+
+T = TypeVar("T")
+
+STORAGE_RETRY = dg.RetryPolicy(
+    max_retries=MAX_TRIES - 1,
+    delay=0.5,
+    backoff=dg.Backoff.EXPONENTIAL,
+    jitter=dg.Jitter.PLUS_MINUS,
+)
+
+
+def owner(context: dg.OpExecutionContext) -> str:
+    return f"{context.run_id}/{context.op_handle}"
+
+
+def guarded(context: dg.OpExecutionContext, work: Callable[[], T]) -> T:
+    tries = context.retry_number + 1
+    try:
+        return work()
+    except RefusedInput as refused:
+        raise dg.Failure(
+            description=f"report refused ({refused.code}): {refused.message}",
+            metadata={"reason": refused.code},
+            allow_retries=False,
+        ) from None
+    except StorageError as error:
+        attempt = Attempt(
+            status=type(error).__name__, transient=error.transient, validation_ok=True
+        )
+        if next_action(attempt, tries) == Action.RETRY:
+            context.log.warning(f"transient storage error on attempt {tries}; retrying: {error}")
+            raise
+        raise dg.Failure(
+            description=f"dead letter after {tries} attempt(s): {error}",
+            metadata={"reason": "storage", "attempts": tries},
+            allow_retries=False,
+        ) from error
+    except dg.Failure:
+        raise
+    except Exception as error:
+        raise dg.Failure(
+            description=f"dead letter: unexpected {type(error).__name__}",
+            metadata={"reason": "unexpected", "attempts": tries},
+            allow_retries=False,
+        ) from error

@@ -1,0 +1,86 @@
+"""Dagster metadata built from core results: what the UI shows for steps and the asset."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import dagster as dg
+
+from report_pipeline.core.messages import ArchivedTask, StagedReport
+
+
+def staged_metadata(staged: StagedReport) -> dict[str, Any]:
+    return {
+        "report_id": staged.ref.report_id,
+        "revision": staged.ref.revision,
+        "source_sha256": staged.ref.source_hash,
+        "pages": staged.page_count,
+        "source_bytes": staged.source_bytes,
+        "superseded_reports": staged.superseded,
+        "reused_existing_manifest": staged.reused,
+    }
+
+
+def task_metadata(archived: ArchivedTask, children: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-page visibility for a page group: one row per page of the task."""
+    states = Counter((c["page"], c["state"]) for c in children)
+    rows = []
+    for page in range(archived.task.first_page, archived.task.last_page + 1):
+        done, bad = states[(page, "archived")], states[(page, "quarantined")]
+        rows.append(
+            dg.TableRecord(
+                {"page": page, "images": done + bad, "archived": done, "quarantined": bad}
+            )
+        )
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn(name, "int") for name in ("page", "images", "archived", "quarantined")
+        ]
+    )
+    return {
+        "pages": dg.MetadataValue.table(rows, schema),
+        "archived": archived.archived,
+        "quarantined": archived.quarantined,
+        "new_objects": archived.new_objects,
+        "attempt": archived.attempts,
+    }
+
+
+def quarantine_table(children: list[dict[str, Any]]) -> dg.TableMetadataValue:
+    rows = [
+        dg.TableRecord(
+            {
+                "sequence": c["sequence"],
+                "page": c["page"],
+                "reason": c["quarantine_reason"],
+                "detail": c["quarantine_detail"] or "",
+            }
+        )  # fmt: skip
+        for c in children
+        if c["state"] == "quarantined"
+    ]
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("sequence", "int"), dg.TableColumn("page", "int"),
+            dg.TableColumn("reason", "string"), dg.TableColumn("detail", "string"),
+        ]
+    )  # fmt: skip
+    return dg.MetadataValue.table(rows, schema)
+
+
+def manifest_metadata(manifest: dict[str, Any], key: str, reused: bool) -> dict[str, Any]:
+    counts, metrics = manifest["counts"], manifest["metrics"]
+    return {
+        "state": manifest["state"],
+        "revision": manifest["parent_revision"],
+        "manifest_key": key,
+        "reused_existing_manifest": reused,
+        **{k: counts[k] for k in counts},
+        "validated_first_attempt_pct": metrics["validated_first_attempt_pct"],
+        "queue_age_p95_seconds": metrics["queue_age_p95_seconds"],
+        "decode_peak_rss_mib": round(metrics["peak_rss_kib"] / 1024, 1),
+        "work_delete_by": manifest["deadlines"]["work_delete_by"],
+        "archive_delete_by": manifest["deadlines"]["archive_delete_by"],
+        "quarantined_items": quarantine_table(manifest["children"]),
+    }

@@ -1,0 +1,107 @@
+"""The ops of `report_manifest`: thin adapters from Dagster to the core worker functions."""
+
+import dagster as dg
+
+from report_pipeline.core import archive as core_archive
+from report_pipeline.core import worker
+from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
+from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
+from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+
+
+@dg.op(retry_policy=STORAGE_RETRY)
+def stage_report(
+    context: dg.OpExecutionContext,
+    inbox: InboxResource,
+    store: StoreResource,
+    settings: WorkerResource,
+) -> dg.Output[StagedReport]:
+    """Find the month's report, stream it into the private store with a byte cap, check the
+    %PDF signature, page count and encryption, and compute the idempotency key."""
+    month = context.partition_key
+
+    def work() -> StagedReport:
+        source, superseded = inbox.find(month)
+        return worker.stage(
+            store.get_store(), source, inbox.name, month, superseded, settings.settings(),
+            owner(context),
+        )  # fmt: skip
+
+    staged = guarded(context, work)
+    return dg.Output(staged, metadata=staged_metadata(staged))
+
+
+@dg.op(out=dg.DynamicOut(PageTask), retry_policy=STORAGE_RETRY)
+def plan_pages(context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource,
+               staged: StagedReport):  # fmt: skip
+    """Fan out: one child task per page group (mapping key page_0001 or pages_0001_0070)."""
+    tasks = guarded(
+        context,
+        lambda: worker.plan(
+            store.get_store(), staged, settings.settings(), owner(context),
+            settings.pages_per_task, settings.target_task_units,
+        ),
+    )  # fmt: skip
+    if staged.reused:
+        context.log.info("revision already archived with a complete manifest: nothing to extract")
+    for task in tasks:
+        yield dg.DynamicOutput(task, mapping_key=task.task_key)
+
+
+@dg.op(retry_policy=STORAGE_RETRY)
+def extract_page(
+    context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource, task: PageTask
+) -> dg.Output[ExtractedTask]:
+    """Decode, validate and normalize every image on the task's pages in a private workdir.
+    Bad bytes are quarantined on the spot (never retried); results go to the store."""
+    extracted = guarded(
+        context,
+        lambda: worker.extract(store.get_store(), task, settings.settings(), owner(context)),
+    )
+    return dg.Output(
+        extracted,
+        metadata={
+            "first_page": task.first_page,
+            "last_page": task.last_page,
+            "validated": extracted.validated,
+            "quarantined": extracted.quarantined,
+            "peak_rss_mib": round(extracted.peak_rss_kib / 1024, 1),
+        },
+    )
+
+
+@dg.op(retry_policy=STORAGE_RETRY)
+def archive_page(
+    context: dg.OpExecutionContext, store: StoreResource, extracted: ExtractedTask
+) -> dg.Output[ArchivedTask]:
+    """Move validated images into the revision's archive (once per content hash), keep
+    quarantined streams for review, and write the task's child records."""
+    attempt = context.retry_number + 1
+    archived, children = guarded(
+        context, lambda: core_archive.archive(store.get_store(), extracted, attempt)
+    )
+    return dg.Output(archived, metadata=task_metadata(archived, children))
+
+
+@dg.op(retry_policy=STORAGE_RETRY)
+def publish_manifest(
+    context: dg.OpExecutionContext,
+    store: StoreResource,
+    settings: WorkerResource,
+    staged: StagedReport,
+    archived: list[ArchivedTask],
+) -> dg.Output[dict]:
+    """Write the revision's manifest (or return the existing one for an unchanged report)."""
+    retention = settings.settings().retention
+    manifest, reused = guarded(
+        context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
+    )
+    summary = {
+        "report_id": manifest["report_id"],
+        "revision": manifest["parent_revision"],
+        "state": manifest["state"],
+        "manifest_key": staged.ref.manifest_key,
+        "counts": manifest["counts"],
+    }
+    return dg.Output(summary, metadata=manifest_metadata(manifest, staged.ref.manifest_key, reused))

@@ -1,0 +1,65 @@
+"""Resources: where reports come from, where the archive lives, and the worker's limits.
+
+Every setting has a working default (the embedded default needs no configuration); environment
+variables are read when a resource is used, never at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from report_pipeline.core.intake import Limits, find_report
+from report_pipeline.core.retention import RetentionPolicy
+from report_pipeline.core.storage import LocalStore, Store
+from report_pipeline.core.worker import WorkerSettings
+
+
+def _setting(value: str, env: str, default: str) -> Path:
+    return Path(value or os.environ.get(env) or default)
+
+
+class InboxResource(dg.ConfigurableResource):
+    """A local inbox: the report for month M is `<root>/<YYYY-MM>/*.pdf`."""
+
+    root: str = ""  # default: $REPORT_PIPELINE_INBOX or var/inbox
+    name: str = "inbox"  # the source's slug; part of every report id
+
+    def find(self, month: str) -> tuple[Path, int]:
+        return find_report(_setting(self.root, "REPORT_PIPELINE_INBOX", "var/inbox"), month)
+
+
+class StoreResource(dg.ConfigurableResource):
+    """The private store for staged sources, work material and the archive."""
+
+    root: str = ""  # default: $REPORT_PIPELINE_STORE or var/store
+
+    def get_store(self) -> Store:
+        return LocalStore(_setting(self.root, "REPORT_PIPELINE_STORE", "var/store"))
+
+
+class WorkerResource(dg.ConfigurableResource):
+    """Limits, retention clocks and task granularity for the workers."""
+
+    work_root: str = ""  # default: $REPORT_PIPELINE_WORK or var/work (keep on encrypted disk)
+    max_report_bytes: int = Limits.max_report_bytes
+    max_pages: int = Limits.max_pages
+    max_image_stream_bytes: int = Limits.max_image_stream_bytes
+    max_image_pixels: int = Limits.max_image_pixels
+    max_image_side: int = Limits.max_image_side
+    work_minutes: int = RetentionPolicy.work_minutes
+    archive_days: int = RetentionPolicy.archive_days
+    lease_minutes: int = RetentionPolicy.lease_minutes
+    pages_per_task: int = 0  # 0: group pages by estimated work (see core/planning.py)
+    target_task_units: float = 400.0
+
+    def settings(self) -> WorkerSettings:
+        limits = Limits(
+            self.max_report_bytes, self.max_pages, self.max_image_stream_bytes,
+            self.max_image_pixels, self.max_image_side,
+        )  # fmt: skip
+        retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
+        root = _setting(self.work_root, "REPORT_PIPELINE_WORK", "var/work")
+        return WorkerSettings(root, limits, retention)
