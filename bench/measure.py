@@ -1,0 +1,134 @@
+"""One timed run of each variant: the plain loop, a Dagster run, and `pdfimages -all`.
+
+Every run gets fresh directories under the caller's scratch directory, removed afterwards, so
+nothing is reused between runs (no store hits, no warm instance).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.worker import WorkerSettings
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCE_YAML = ROOT / "dagster_home" / "dagster.yaml"
+MONTH = "2026-10"
+SOURCE_NAME = "inbox"  # InboxResource's default name, so both paths build the same report id
+# Only warnings and errors from the run's console logger (the default prints every event).
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+MAPPING_KEY = re.compile(r"\[(.+)\]$")
+
+Sample = dict[str, Any]
+
+
+class BenchError(RuntimeError):
+    """A run failed or disagreed with the plain loop: the benchmark's numbers are void."""
+
+
+@contextmanager
+def fresh_dir(scratch: Path, prefix: str) -> Iterator[Path]:
+    """A new empty directory under `scratch`, removed when the block ends."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def plain(pdf: Path, scratch: Path) -> Sample:
+    """`run_report` into a fresh LocalStore and work root."""
+    with fresh_dir(scratch, "plain-") as tmp:
+        store, settings = LocalStore(tmp / "store"), WorkerSettings(tmp / "work")
+        start = time.perf_counter()
+        manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
+        wall = time.perf_counter() - start
+    return {"wall_s": wall, "counts": manifest["counts"]}
+
+
+def _definitions(tmp: Path, pdf: Path, pages_per_task: int) -> dg.Definitions:
+    inbox = tmp / "inbox" / MONTH
+    inbox.mkdir(parents=True)
+    shutil.copyfile(pdf, inbox / pdf.name)
+    resources = {
+        "inbox": InboxResource(root=str(tmp / "inbox")),
+        "store": StoreResource(root=str(tmp / "store")),
+        "settings": WorkerResource(work_root=str(tmp / "work"), pages_per_task=pages_per_task),
+    }
+    return dg.Definitions(
+        assets=[report_manifest], jobs=[extract_report_job], resources=resources,
+        executor=dg.in_process_executor,
+    )  # fmt: skip
+
+
+def _op_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    """Seconds spent inside each op (summed over its mapped steps), from the run's step stats."""
+    totals: dict[str, float] = defaultdict(float)
+    for stat in instance.get_run_step_stats(run_id):
+        if stat.start_time is not None and stat.end_time is not None:
+            op = MAPPING_KEY.sub("", stat.step_key).rsplit(".", 1)[-1]
+            totals[op] += stat.end_time - stat.start_time
+    return dict(totals)
+
+
+def _summarise(result: Any, instance: dg.DagsterInstance, wall: float) -> Sample:
+    if not result.success:
+        raise BenchError(f"Dagster run {result.run_id} failed")
+    stats = instance.get_run_stats(result.run_id)
+    done = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]
+    tasks = {m.group(1) for key in done if (m := MAPPING_KEY.search(key or ""))}
+    return {
+        "wall_s": wall,
+        "run_s": stats.end_time - stats.start_time,
+        "steps": len(done),
+        "tasks": len(tasks),
+        "op_s": _op_seconds(instance, result.run_id),
+        "counts": result.output_for_node("report_manifest")["counts"],
+    }
+
+
+def dagster(pdf: Path, scratch: Path, pages_per_task: int = 0) -> Sample:
+    """`extract_report_job` for one partition on a fresh embedded default instance."""
+    with fresh_dir(scratch, "dagster-") as tmp:
+        home = tmp / "dagster_home"
+        home.mkdir()
+        shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
+        job = _definitions(tmp, pdf, pages_per_task).resolve_job_def("extract_report_job")
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            start = time.perf_counter()
+            result = job.execute_in_process(
+                partition_key=MONTH, instance=instance, run_config=QUIET, raise_on_error=False
+            )
+            wall = time.perf_counter() - start
+            return _summarise(result, instance, wall)
+
+
+def pdfimages(pdf: Path, scratch: Path, exe: str) -> Sample:
+    """`pdfimages -all`: extraction only, no validation, normalization or hashing."""
+    with fresh_dir(scratch, "pdfimages-") as tmp:
+        start = time.perf_counter()
+        subprocess.run([exe, "-all", str(pdf), str(tmp / "img")], check=True)
+        wall = time.perf_counter() - start
+        files = sum(1 for _ in tmp.iterdir())
+    return {"wall_s": wall, "files": files}
+
+
+def check_counts(plain_counts: dict[str, Any], sample: Sample, label: str) -> None:
+    """Fail loudly when a Dagster run's manifest counts differ from the plain loop's."""
+    if sample["counts"] != plain_counts:
+        raise BenchError(f"{label}: counts {sample['counts']} != plain loop {plain_counts}")

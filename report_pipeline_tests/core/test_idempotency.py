@@ -1,0 +1,34 @@
+from dataclasses import replace
+
+from report_pipeline.core.pipeline import run_report
+from report_pipeline_tests.conftest import fixture_pdf
+
+
+def snapshot(store):
+    return {o.key: (store.root / o.key).stat().st_mtime_ns for o in store.list("")}
+
+
+def test_same_report_twice_writes_nothing_new_and_returns_the_same_manifest(store, settings):
+    pdf = fixture_pdf("truncated_jpeg.pdf")
+    first = run_report(store, pdf, settings, "inbox", "2026-10")
+    before = snapshot(store)
+    second = run_report(store, pdf, settings, "inbox", "2026-10")
+    assert second == first
+    assert snapshot(store) == before
+    manifests = [k for k in before if k.endswith("manifest.json")]
+    assert len(manifests) == 1
+
+
+def test_new_extractor_version_re_extracts_into_a_new_revision(store, settings):
+    pdf = fixture_pdf("repeated_image.pdf")
+    old = run_report(store, pdf, settings, "inbox", "2026-10")
+    new = run_report(store, pdf, replace(settings, extractor_version="2"), "inbox", "2026-10")
+    assert new["parent_revision"] != old["parent_revision"]
+    assert new["extractor_version"] == "2" and new["counts"] == old["counts"]
+    assert len([o for o in store.list("archive") if o.key.endswith("manifest.json")]) == 2
+
+
+def test_working_material_is_gone_once_the_revision_is_complete(store, settings):
+    run_report(store, fixture_pdf("truncated_jpeg.pdf"), settings, "inbox", "2026-10")
+    assert list(store.list("staged")) == [] and list(store.list("work")) == []
+    assert list(settings.work_root.iterdir()) == []

@@ -1,0 +1,87 @@
+import os
+import shutil
+
+import pytest
+
+from report_pipeline.core.intake import (
+    Limits,
+    RefusedInput,
+    find_report,
+    inspect_pdf,
+    report_id_for,
+    revision_for,
+    stage_stream,
+)
+from report_pipeline_tests.conftest import fixture_pdf
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("not_a_pdf.pdf", "not_pdf"), ("encrypted.pdf", "encrypted"),
+     ("truncated_pdf.pdf", "damaged")],
+)  # fmt: skip
+def test_unusable_reports_are_refused_with_a_reason(name, code):
+    with pytest.raises(RefusedInput) as caught:
+        inspect_pdf(fixture_pdf(name), Limits())
+    assert caught.value.code == code
+    assert name not in str(caught.value)  # no source names in messages
+
+
+def test_page_cap():
+    with pytest.raises(RefusedInput, match="too_many_pages"):
+        inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=139))
+    assert inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=140)) == 140
+
+
+def test_staging_streams_with_a_byte_cap_and_private_random_names(tmp_path):
+    source = fixture_pdf("no_images.pdf")
+    staged, digest, size = stage_stream(source, tmp_path, max_bytes=10_000)
+    assert size == source.stat().st_size and len(digest) == 64
+    assert staged.name != source.name and oct(staged.stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(RefusedInput, match="too_large"):
+        stage_stream(fixture_pdf("monthly_report.pdf"), tmp_path, max_bytes=10_000)
+
+
+def test_an_unreadable_source_is_refused_without_its_path(tmp_path):
+    with pytest.raises(RefusedInput) as caught:
+        stage_stream(tmp_path / "secret-name.pdf", tmp_path, 100)
+    assert caught.value.code == "unreadable" and "secret-name" not in str(caught.value)
+
+
+def test_a_month_without_a_report_is_refused(tmp_path):
+    with pytest.raises(RefusedInput, match="no_report"):
+        find_report(tmp_path, "2026-10")
+
+
+def test_the_newest_report_in_a_month_wins_and_the_rest_are_counted(tmp_path):
+    month = tmp_path / "2026-10"
+    month.mkdir()
+    for n, name in enumerate(["a.pdf", "b.PDF", "c.pdf"]):
+        shutil.copyfile(fixture_pdf("no_images.pdf"), month / name)
+        os.utime(month / name, ns=(10**18 + n, 10**18 + n))
+    (month / "notes.txt").write_text("ignored")
+    path, superseded = find_report(tmp_path, "2026-10")
+    assert path.name == "c.pdf" and superseded == 2
+
+
+def test_symlinks_leaving_the_inbox_are_ignored(tmp_path):
+    outside = tmp_path / "outside.pdf"
+    shutil.copyfile(fixture_pdf("no_images.pdf"), outside)
+    (tmp_path / "inbox" / "2026-10").mkdir(parents=True)
+    (tmp_path / "inbox" / "2026-10" / "link.pdf").symlink_to(outside)
+    with pytest.raises(RefusedInput, match="no_report"):
+        find_report(tmp_path / "inbox", "2026-10")
+
+
+@pytest.mark.parametrize("month", ["2026-13", "26-10", "2026-1", "../x"])
+def test_bad_months_are_refused(tmp_path, month):
+    with pytest.raises(RefusedInput, match="bad_month"):
+        find_report(tmp_path, month)
+
+
+def test_revision_is_the_idempotency_key():
+    rid = report_id_for("inbox", "2026-10")
+    assert rid == "inbox-2026-10"
+    base = revision_for(rid, "a" * 64, "1")
+    assert base == revision_for(rid, "a" * 64, "1")
+    assert len({base, revision_for(rid, "b" * 64, "1"), revision_for(rid, "a" * 64, "2")}) == 3

@@ -1,0 +1,84 @@
+import io
+import zlib
+
+import pytest
+from PIL import Image
+
+from report_pipeline.core import validation
+from report_pipeline.core.intake import Limits
+from report_pipeline.core.pdf_pages import ImageRef
+from report_pipeline.core.validation import Quarantined
+
+
+def ref(filters=("DCTDecode",), width=40, height=30, bpc=8) -> ImageRef:
+    return ImageRef(1, 0, 5, 0, width, height, bpc, filters)
+
+
+def jpeg(width=40, height=30) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 30)).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "reason"),
+    [(0, 10, "bad_dimensions"), (30_000, 10, "dimensions_exceed_cap"),
+     (50_000, 50_000, "pixel_cap_exceeded"), (9_000, 9_000, "pixel_cap_exceeded")],
+)  # fmt: skip
+def test_dimension_checks_refuse_before_decode(width, height, reason):
+    with pytest.raises(Quarantined) as caught:
+        validation.check_dimensions(width, height, Limits())
+    assert caught.value.reason == reason
+
+
+def test_a_png_declared_as_jpeg_is_a_signature_mismatch():
+    png = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(png, "PNG")
+    with pytest.raises(Quarantined) as caught:
+        validation.check_signature(png.getvalue(), ref())
+    assert caught.value.reason == "signature_mismatch"
+    assert "image/png" in caught.value.detail
+
+
+def test_matching_signatures_pass_and_unknown_codecs_are_not_guessed():
+    assert validation.check_signature(jpeg(), ref()) == "image/jpeg"
+    assert validation.check_signature(zlib.compress(b"x" * 99), ref(("FlateDecode",))) == (
+        "application/zlib"
+    )
+    assert validation.check_signature(b"\x00" * 50, ref(("CCITTFaxDecode",))) is None
+
+
+def test_stream_size_cap():
+    with pytest.raises(Quarantined, match="stream_too_large"):
+        validation.check_size(11, Limits(max_image_stream_bytes=10))
+
+
+def test_truncated_jpeg_is_quarantined_not_padded():
+    data = jpeg(64, 64)
+    with pytest.raises(Quarantined) as caught:
+        validation.decode_file_image(data[: len(data) // 2], ref(width=64, height=64), Limits())
+    assert caught.value.reason == "truncated"
+
+
+def test_jpeg_header_must_match_the_declared_size():
+    with pytest.raises(Quarantined, match="dimension_mismatch"):
+        validation.decode_file_image(jpeg(40, 30), ref(width=41, height=30), Limits())
+
+
+def test_full_jpeg_decodes():
+    assert validation.decode_file_image(jpeg(), ref(), Limits()).size == (40, 30)
+
+
+def test_flate_completeness_is_checked_with_bounded_pieces():
+    rows = bytes(range(256)) * 4096  # 1 MiB, more than one inflate piece
+    validation.check_flate_complete(zlib.compress(rows), len(rows))
+    with pytest.raises(Quarantined, match="truncated"):
+        validation.check_flate_complete(zlib.compress(rows[:1000]), len(rows))
+    with pytest.raises(Quarantined, match="undecodable"):
+        validation.check_flate_complete(b"\x78\x9c garbage", 100)
+
+
+def test_expected_flate_bytes_counts_png_predictor_tag_bytes():
+    assert validation.expected_flate_bytes(ref(width=10, height=2), 3, 1) == 60
+    assert validation.expected_flate_bytes(ref(width=10, height=2), 3, 15) == 62
+    assert validation.expected_flate_bytes(ref(width=9, height=1, bpc=1), 1, 1) == 2

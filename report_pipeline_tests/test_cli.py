@@ -1,0 +1,43 @@
+import json
+import stat
+
+import pytest
+
+from report_pipeline.cli import EXIT_REFUSED, main
+from report_pipeline_tests.conftest import fixture_pdf
+
+
+def test_preview_writes_pngs_and_a_manifest_privately(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["preview", str(fixture_pdf("truncated_jpeg.pdf")), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "quarantined 1" in printed and "1 x truncated" in printed
+    pngs = list(out.glob("*.png"))
+    assert len(pngs) == 1 and stat.S_IMODE(pngs[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    assert json.loads((out / "manifest.json").read_text())["counts"]["quarantined"] == 1
+
+
+def test_preview_json_is_the_manifest(tmp_path, capsys):
+    pdf = fixture_pdf("repeated_image.pdf")
+    assert main(["preview", str(pdf), "--out", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"]["distinct_images"] == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
+     ("truncated_pdf.pdf", "damaged"), ("absent.pdf", "missing")],
+)  # fmt: skip
+def test_preview_refuses_bad_input_with_a_clear_message(tmp_path, capsys, name, code):
+    pdf = fixture_pdf(name) if name != "absent.pdf" else tmp_path / name
+    assert main(["preview", str(pdf), "--out", str(tmp_path / "out")]) == EXIT_REFUSED
+    err = capsys.readouterr().err
+    assert f"refused ({code})" in err and str(pdf.parent) not in err
+    assert not list((tmp_path / "out").glob("*.png")) if (tmp_path / "out").exists() else True
+
+
+def test_preview_page_cap_is_enforced(tmp_path, capsys):
+    pdf = fixture_pdf("monthly_report.pdf")
+    assert main(["preview", str(pdf), "--out", str(tmp_path), "--max-pages", "10"]) == 3
+    assert "too_many_pages" in capsys.readouterr().err
