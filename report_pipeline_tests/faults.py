@@ -1,11 +1,14 @@
 """Fault injection at the storage boundary: a real LocalStore whose chosen calls fail.
 
-The failure counter lives in a file, so it survives Dagster re-creating the resource for each
-step and each retry attempt.
+The call counter lives in a file, so it survives Dagster re-creating the resource for each step
+and each retry attempt. With `watch_dir`, the store records what that folder held at the moment
+of the first injected failure (to show a worker's private directory existed, then was removed).
 """
 
 from __future__ import annotations
 
+import json
+import stat
 from pathlib import Path
 
 from report_pipeline.core.storage import (
@@ -13,36 +16,49 @@ from report_pipeline.core.storage import (
     PermanentStorageError,
     TransientStorageError,
 )
+from report_pipeline.core.workdir import LEASE_FILE
 from report_pipeline.defs.resources import StoreResource
 
 
+def snapshot(folder: Path) -> list[dict]:
+    return [
+        {"name": d.name, "mode": stat.S_IMODE(d.stat().st_mode),
+         "lease": json.loads((d / LEASE_FILE).read_text()) if (d / LEASE_FILE).exists() else None}
+        for d in sorted(folder.iterdir())
+    ]  # fmt: skip
+
+
 class FaultyStore(LocalStore):
-    def __init__(self, root: str, method: str, failures: int, transient: bool, counter: Path):
+    def __init__(self, root: str, method: str, failures: int, transient: bool, after: int,
+                 counter: Path, watch_dir: Path | None) -> None:  # fmt: skip
         super().__init__(root)
-        self._method, self._failures, self._transient, self._counter = (
-            method, failures, transient, counter,
-        )  # fmt: skip
+        self._method, self._failures, self._transient = method, failures, transient
+        self._after, self._counter, self._watch = after, counter, watch_dir
         original = getattr(super(), method)
         setattr(self, method, lambda *a, **k: self._maybe_fail() or original(*a, **k))
 
     def _maybe_fail(self) -> None:
-        done = int(self._counter.read_text()) if self._counter.exists() else 0
-        if done < self._failures:
-            self._counter.write_text(str(done + 1))
-            error = TransientStorageError if self._transient else PermanentStorageError
-            raise error(f"injected {'timeout' if self._transient else 'failure'} in {self._method}")
-
-    def injected(self) -> int:
-        return int(self._counter.read_text()) if self._counter.exists() else 0
+        calls = int(self._counter.read_text()) if self._counter.exists() else 0
+        self._counter.write_text(str(calls + 1))
+        if not self._after <= calls < self._after + self._failures:
+            return
+        if calls == self._after and self._watch is not None:
+            Path(f"{self._counter}.seen").write_text(json.dumps(snapshot(self._watch)))
+        error = TransientStorageError if self._transient else PermanentStorageError
+        raise error(f"injected {'timeout' if self._transient else 'failure'} in {self._method}")
 
 
 class FaultyStoreResource(StoreResource):
     method: str
     failures: int
     transient: bool = True
+    after: int = 0  # calls that succeed before the failures start
     counter_file: str
+    watch_dir: str = ""
 
     def get_store(self) -> FaultyStore:
+        watch = Path(self.watch_dir) if self.watch_dir else None
         return FaultyStore(
-            self.root, self.method, self.failures, self.transient, Path(self.counter_file)
-        )
+            self.root, self.method, self.failures, self.transient, self.after,
+            Path(self.counter_file), watch,
+        )  # fmt: skip

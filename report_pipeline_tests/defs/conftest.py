@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+@pytest.fixture
+def resources(tmp_path: Path) -> dict:
+    return {
+        "inbox": InboxResource(root=str(tmp_path / "inbox")),
+        "store": StoreResource(root=str(tmp_path / "store")),
+        "settings": WorkerResource(work_root=str(tmp_path / "work")),
+    }
+
+
+@pytest.fixture
+def materialize(instance, resources) -> Callable[..., dg.ExecuteInProcessResult]:
+    def run(month: str = "2026-10", **overrides) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            [report_manifest], partition_key=month, instance=instance,
+            resources={**resources, **overrides}, raise_on_error=False,
+        )  # fmt: skip
+
+    return run
+
+
+def events(result: dg.ExecuteInProcessResult, kind: str, step: str = "") -> list[dg.DagsterEvent]:
+    return [
+        e for e in result.all_events if e.event_type_value == kind and step in (e.step_key or "")
+    ]
+
+
+def materialization(result: dg.ExecuteInProcessResult) -> dict:
+    (event,) = result.get_asset_materialization_events()
+    return {k: v.value for k, v in event.materialization.metadata.items()}

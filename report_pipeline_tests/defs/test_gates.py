@@ -1,0 +1,114 @@
+"""The four deployment gates from the essay, through Dagster with real storage."""
+
+import json
+
+from report_pipeline.core.storage import LocalStore
+from report_pipeline_tests.defs.conftest import events, materialization
+from report_pipeline_tests.faults import FaultyStoreResource
+
+
+def objects(tmp_path):
+    store = LocalStore(tmp_path / "store")
+    return {o.key: (store.root / o.key).stat().st_mtime_ns for o in store.list("")}
+
+
+def read_manifest(tmp_path, result):
+    key = result.output_for_node("report_manifest")["manifest_key"]
+    return json.loads((tmp_path / "store" / key).read_text())
+
+
+def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, materialize):
+    inbox("repeated_image.pdf")
+    first = materialize()
+    assert first.success
+    before = objects(tmp_path)
+    inbox("repeated_image.pdf", as_name="same-bytes-other-name.pdf")  # a duplicate upload
+    second = materialize()
+    assert second.success and materialization(second)["reused_existing_manifest"] is True
+    assert objects(tmp_path) == before  # no new objects, nothing rewritten
+    assert [k for k in before if k.endswith("manifest.json")] == [
+        first.output_for_node("report_manifest")["manifest_key"]
+    ]
+    assert second.output_for_node("report_manifest") == first.output_for_node("report_manifest")
+    assert events(second, "STEP_SUCCESS", "extract_page") == []
+
+
+def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, inbox, materialize):
+    inbox("repeated_image.pdf")
+    flaky = FaultyStoreResource(
+        root=str(tmp_path / "store"), method="promote", failures=2,
+        counter_file=str(tmp_path / "faults"),
+    )  # fmt: skip
+    result = materialize(store=flaky)
+    assert result.success
+    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_page")) == 2
+    assert events(result, "STEP_UP_FOR_RETRY", "extract_page") == []
+    manifest = read_manifest(tmp_path, result)
+    assert {c["attempts"] for c in manifest["children"]} == {3}
+    assert manifest["metrics"]["validated_first_attempt_pct"] == 0.0
+    images = [k for k in objects(tmp_path) if "/images/" in k]
+    assert len(images) == manifest["counts"]["distinct_images"] == 2  # archived exactly once
+    assert manifest["state"] == "complete" and manifest["counts"]["archived"] == 15
+
+
+def test_gate3_malformed_bytes_reach_quarantine_without_retries(inbox, materialize, tmp_path):
+    inbox("type_mismatch.pdf")
+    result = materialize()
+    assert result.success
+    assert events(result, "STEP_UP_FOR_RETRY") == [] and events(result, "STEP_RESTARTED") == []
+    manifest = read_manifest(tmp_path, result)
+    (child,) = manifest["children"]
+    assert (child["state"], child["quarantine_reason"], child["attempts"]) == (
+        "quarantined", "signature_mismatch", 1,
+    )  # fmt: skip
+    table = materialization(result)["quarantined_items"]
+    assert [r.data["reason"] for r in table.records] == ["signature_mismatch"]
+
+
+def workdirs(tmp_path):
+    root = tmp_path / "work"
+    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+def test_gate4_worker_removes_its_private_dir_on_success_and_quarantine(
+    tmp_path, inbox, materialize
+):
+    inbox("truncated_jpeg.pdf")  # one image archived, one quarantined
+    assert materialize().success
+    assert (tmp_path / "work").is_dir() and workdirs(tmp_path) == []
+
+
+def test_gate4_worker_removes_its_private_dir_on_failure(tmp_path, inbox, materialize):
+    inbox("truncated_jpeg.pdf")
+    broken = FaultyStoreResource(
+        root=str(tmp_path / "store"),
+        method="put_bytes",
+        failures=10**6,
+        transient=False,
+        after=1,
+        counter_file=str(tmp_path / "faults"),
+        watch_dir=str(tmp_path / "work"),
+    )  # fmt: skip  (call 1 writes the plan; the extraction worker's first upload fails)
+    result = materialize(store=broken)
+    assert not result.success
+    (failure,) = events(result, "STEP_FAILURE")
+    assert failure.step_key.startswith("report_manifest.extract_page[")
+    assert "dead letter after 1 attempt(s)" in failure.step_failure_data.error.message
+    assert events(result, "STEP_UP_FOR_RETRY") == []  # a permanent error is not retried
+    (during,) = json.loads((tmp_path / "faults.seen").read_text())
+    assert during["mode"] == 0o700 and during["lease"]["owner"].startswith(result.run_id)
+    assert workdirs(tmp_path) == []  # ...and gone after the failure
+
+
+def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materialize):
+    inbox("repeated_image.pdf")
+    down = FaultyStoreResource(
+        root=str(tmp_path / "store"), method="promote", failures=10**6,
+        counter_file=str(tmp_path / "faults"),
+    )  # fmt: skip
+    result = materialize(store=down)
+    assert not result.success
+    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_page")) == 3  # 4 attempts in all
+    (failure,) = events(result, "STEP_FAILURE")
+    assert "dead letter after 4 attempt(s)" in failure.step_failure_data.error.message
+    assert not [k for k in objects(tmp_path) if k.endswith("manifest.json")]

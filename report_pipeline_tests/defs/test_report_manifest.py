@@ -1,0 +1,91 @@
+import re
+
+import pytest
+
+from report_pipeline.defs.resources import WorkerResource
+from report_pipeline_tests.defs.conftest import events, materialization
+
+
+def all_text(result, instance) -> str:
+    """Every log line and event message the run produced, with all metadata rendered."""
+    records = instance.all_logs(result.run_id)
+    return "\n".join(f"{r.user_message} {r.dagster_event!r}" for r in records)
+
+
+def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
+    inbox, materialize, instance
+):
+    inbox("monthly_report.pdf")
+    result = materialize()
+    assert result.success
+    meta = materialization(result)
+    assert meta["state"] == "complete"
+    assert (meta["pages"], meta["expected"], meta["accounted"]) == (140, 421, 421)
+    assert (meta["archived"], meta["quarantined"], meta["distinct_images"]) == (421, 0, 285)
+    assert meta["duplicate_occurrences"] == 136 and meta["archived_bytes"] > 0
+    assert meta["validated_first_attempt_pct"] == 100.0
+    assert meta["queue_age_p95_seconds"] >= 0 and meta["decode_peak_rss_mib"] > 50
+    assert meta["quarantined_items"].records == []
+    archive_steps = events(result, "STEP_OUTPUT", "archive_page")
+    rows = [
+        r.data for e in archive_steps for r in e.event_specific_data.metadata["pages"].value.records
+    ]
+    assert [r["page"] for r in rows] == list(range(1, 141))  # per-page visibility in the UI
+    assert sum(r["images"] for r in rows) == 421
+
+
+def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
+    inbox("repeated_image.pdf")
+    result = materialize(settings=WorkerResource(work_root=str(tmp_path / "w"), pages_per_task=1))
+    assert result.success
+    keys = sorted(e.step_key for e in events(result, "STEP_SUCCESS", "extract_page"))
+    assert keys == [f"report_manifest.extract_page[page_{n:04d}]" for n in range(1, 13)]
+    assert materialization(result)["archived"] == 15
+
+
+def test_no_source_path_or_name_reaches_logs_or_events(inbox, materialize, instance, tmp_path):
+    source = inbox("truncated_jpeg.pdf", as_name="Confidential Board Pack.pdf")
+    result = materialize()
+    assert result.success
+    text = all_text(result, instance)
+    assert str(tmp_path) not in text and "Confidential" not in text and source.name not in text
+    assert not re.search(rb"\xff\xd8\xff", text.encode("utf-8", "surrogateescape"))
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
+     ("truncated_pdf.pdf", "damaged")],
+)  # fmt: skip
+def test_refused_reports_fail_clearly_once_and_write_nothing(
+    inbox, materialize, tmp_path, name, code
+):
+    inbox(name)
+    result = materialize()
+    assert not result.success
+    (failure,) = events(result, "STEP_FAILURE")
+    assert failure.step_key == "report_manifest.stage_report"
+    assert f"report refused ({code})" in failure.step_failure_data.error.message
+    assert events(result, "STEP_UP_FOR_RETRY") == []
+    store = tmp_path / "store"
+    assert not store.exists() or not any(p.is_file() for p in store.rglob("*"))
+
+
+def test_a_month_without_a_report_fails_with_a_clear_reason(materialize):
+    result = materialize(month="2026-09")
+    (failure,) = events(result, "STEP_FAILURE")
+    assert "report refused (no_report): no report (*.pdf) for 2026-09" in (
+        failure.step_failure_data.error.message
+    )
+
+
+def test_a_newer_report_in_the_same_month_is_a_new_revision(inbox, materialize):
+    inbox("repeated_image.pdf", as_name="v1.pdf")
+    first = materialize()
+    inbox("truncated_jpeg.pdf", as_name="v2.pdf")
+    second = materialize()
+    assert first.success and second.success
+    staged = events(second, "STEP_OUTPUT", "stage_report")[0].event_specific_data.metadata
+    assert staged["superseded_reports"].value == 1
+    assert materialization(second)["revision"] != materialization(first)["revision"]
+    assert materialization(second)["expected"] == 2

@@ -1,0 +1,36 @@
+"""The definitions load, and every name other tools and people rely on resolves."""
+
+import dagster as dg
+
+from report_pipeline.definitions import defs
+
+
+def test_definitions_load_and_the_named_objects_resolve():
+    dg.Definitions.validate_loadable(defs)
+    job = defs.resolve_job_def("extract_report_job")
+    assert job.partitions_def is not None
+    assert job.executor_def.name == "in_process"
+    asset = defs.resolve_assets_def("report_manifest")
+    assert asset.partitions_def.get_partition_keys()[:2] == ["2024-01", "2024-02"]
+    assert asset.descriptions_by_key[dg.AssetKey("report_manifest")]
+
+
+def test_every_op_has_a_description_for_the_ui():
+    asset = defs.resolve_assets_def("report_manifest")
+    ops = {node.definition.name: node.definition for node in asset.node_def.node_dict.values()}
+    assert set(ops) == {"stage_report", "plan_pages", "extract_page", "archive_page",
+                        "publish_manifest"}  # fmt: skip
+    assert all(op.description for op in ops.values())
+    retried = {name for name, op in ops.items() if op.retry_policy is not None}
+    assert retried == set(ops)  # every op does storage I/O; only storage errors retry
+
+
+def test_workspace_file_points_at_the_definitions():
+    import yaml
+
+    from report_pipeline_tests.conftest import FIXTURES
+
+    workspace = yaml.safe_load((FIXTURES.parent.parent / "workspace.yaml").read_text())
+    assert (
+        workspace["load_from"][0]["python_module"]["module_name"] == "report_pipeline.definitions"
+    )
