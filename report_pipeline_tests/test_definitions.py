@@ -18,8 +18,7 @@ def test_definitions_load_and_the_named_objects_resolve():
 def test_every_op_has_a_description_for_the_ui():
     asset = defs.resolve_assets_def("report_manifest")
     ops = {node.definition.name: node.definition for node in asset.node_def.node_dict.values()}
-    assert set(ops) == {"stage_report", "plan_pages", "extract_page", "archive_page",
-                        "publish_manifest"}  # fmt: skip
+    assert set(ops) == {"stage_report", "extract_page", "archive_page", "publish_manifest"}
     assert all(op.description for op in ops.values())
     retried = {name for name, op in ops.items() if op.retry_policy is not None}
     assert retried == set(ops)  # every op does storage I/O; only storage errors retry

@@ -16,16 +16,16 @@ from report_pipeline.core.archive import archive, publish
 from report_pipeline.core.retention import utc_now
 from report_pipeline.core.storage import LocalStore, Store
 from report_pipeline.core.workdir import private_root
-from report_pipeline.core.worker import WorkerSettings, extract, plan, stage
+from report_pipeline.core.worker import WorkerSettings, extract, stage
 
 
 def run_report(
     store: Store, source: Path, settings: WorkerSettings, source_name: str, month: str,
     pages_per_task: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    staged = stage(store, source, source_name, month, 0, settings, "plain")
+    staged, tasks = stage(store, source, source_name, month, 0, settings, "plain", pages_per_task)
     archived = []
-    for task in plan(store, staged, settings, "plain", pages_per_task):
+    for task in tasks:
         archived.append(archive(store, extract(store, task, settings, "plain"), 1)[0])
     manifest, _ = publish(store, staged, archived, settings.retention)
     return manifest

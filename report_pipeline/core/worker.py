@@ -62,9 +62,14 @@ def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
 
 def stage(
     store: Store, source: Path, source_name: str, month: str, superseded: int,
-    settings: WorkerSettings, owner: str,
-) -> StagedReport:  # fmt: skip
-    """Stream the report into a private file with a byte cap, check it, and stage it."""
+    settings: WorkerSettings, owner: str, pages_per_task: int = 0, target_units: float = 400.0,
+) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
+    """Stream the report into a private file with a byte cap, check it, stage it and plan it.
+
+    Planning happens here because the PDF is already open: one task per page group, and the
+    plan (expected images per page) is kept in the archive. A revision that already has a
+    complete manifest is neither staged nor planned again.
+    """
     with private_workdir(settings.work_root, owner, _lease(settings)) as workdir:
         path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
         pages = inspect_pdf(path, settings.limits)
@@ -72,31 +77,24 @@ def stage(
         revision = revision_for(report_id, digest, settings.extractor_version)
         ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
         if complete_manifest(store, ref) is not None:
-            return StagedReport(ref, pages, size, superseded, reused=True)
-        store.put_file(ref.staged_key, path)
-    return StagedReport(ref, pages, size, superseded, reused=False)
-
-
-def plan(
-    store: Store, staged: StagedReport, settings: WorkerSettings, owner: str,
-    pages_per_task: int = 0, target_units: float = 400.0,
-) -> list[PageTask]:  # fmt: skip
-    """One task per page group; the plan (expected images per page) is kept in the archive."""
-    if staged.reused:
-        return []
-    ref = staged.ref
-    with private_workdir(settings.work_root, owner, _lease(settings)) as workdir:
-        path = private_file(workdir, ".pdf")
-        store.fetch(ref.staged_key, path, settings.limits.max_report_bytes)
+            return StagedReport(ref, pages, size, superseded, reused=True), []
         with open_pdf(path) as doc:
             counts = count_images(doc)
+        store.put_file(ref.staged_key, path)
+    staged = StagedReport(ref, pages, size, superseded, reused=False)
+    return staged, _plan(store, ref, counts, pages_per_task, target_units)
+
+
+def _plan(
+    store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
+    target_units: float,
+) -> list[PageTask]:  # fmt: skip
     queued_at = iso(utc_now())
     groups = group_pages(counts, pages_per_task, target_units)
     tasks = [PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at) for g in groups]
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    store.put_bytes(
-        ref.plan_key, json.dumps({"expected": expected, "queued_at": queued_at}).encode()
-    )
+    plan_record = {"expected": expected, "queued_at": queued_at}
+    store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
     return tasks
 
 

@@ -3,7 +3,6 @@ import dagster as dg
 from report_pipeline.defs.ops import (
     archive_page,
     extract_page,
-    plan_pages,
     publish_manifest,
     stage_report,
 )
@@ -15,6 +14,6 @@ def report_manifest():
     """The month's report as a private, validated image archive plus a manifest that accounts
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
     small summary; the manifest itself lives in the store at `manifest_key`."""
-    staged = stage_report()
-    archived = plan_pages(staged).map(extract_page).map(archive_page)
+    staged, tasks = stage_report()
+    archived = tasks.map(extract_page).map(archive_page)
     return publish_manifest(staged, archived.collect())

@@ -10,43 +10,34 @@ from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, ta
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 
-@dg.op(retry_policy=STORAGE_RETRY)
+@dg.op(
+    out={"staged": dg.Out(StagedReport), "tasks": dg.DynamicOut(PageTask)},
+    retry_policy=STORAGE_RETRY,
+)
 def stage_report(
     context: dg.OpExecutionContext,
     inbox: InboxResource,
     store: StoreResource,
     settings: WorkerResource,
-) -> dg.Output[StagedReport]:
+):
     """Find the month's report, stream it into the private store with a byte cap, check the
-    %PDF signature, page count and encryption, and compute the idempotency key."""
+    %PDF signature, page count and encryption, compute the idempotency key, and fan out: one
+    child task per page group (mapping key page_0001 or pages_0001_0070)."""
     month = context.partition_key
 
-    def work() -> StagedReport:
+    def work() -> tuple[StagedReport, list[PageTask]]:
         source, superseded = inbox.find(month)
         return worker.stage(
             store.get_store(), source, inbox.name, month, superseded, settings.settings(),
-            owner(context),
+            owner(context), settings.pages_per_task, settings.target_task_units,
         )  # fmt: skip
 
-    staged = guarded(context, work)
-    return dg.Output(staged, metadata=staged_metadata(staged))
-
-
-@dg.op(out=dg.DynamicOut(PageTask), retry_policy=STORAGE_RETRY)
-def plan_pages(context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource,
-               staged: StagedReport):  # fmt: skip
-    """Fan out: one child task per page group (mapping key page_0001 or pages_0001_0070)."""
-    tasks = guarded(
-        context,
-        lambda: worker.plan(
-            store.get_store(), staged, settings.settings(), owner(context),
-            settings.pages_per_task, settings.target_task_units,
-        ),
-    )  # fmt: skip
+    staged, tasks = guarded(context, work)
     if staged.reused:
         context.log.info("revision already archived with a complete manifest: nothing to extract")
+    yield dg.Output(staged, "staged", metadata={**staged_metadata(staged), "tasks": len(tasks)})
     for task in tasks:
-        yield dg.DynamicOutput(task, mapping_key=task.task_key)
+        yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")
 
 
 @dg.op(retry_policy=STORAGE_RETRY)

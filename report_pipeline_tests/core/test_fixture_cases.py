@@ -21,8 +21,14 @@ def test_monthly_report_accounts_for_every_page_and_image(run_fixture):
     manifest = run_fixture("monthly_report.pdf")
     counts = manifest["counts"]
     assert manifest["state"] == "complete"
-    assert (counts["pages"], counts["expected"], counts["accounted"]) == (140, 421, 421)
-    assert (counts["archived"], counts["quarantined"], counts["distinct_images"]) == (421, 0, 285)
+    assert (counts["pages"], counts["expected"], counts["accounted"]) == (140, 423, 423)
+    assert (counts["archived"], counts["quarantined"], counts["distinct_images"]) == (421, 2, 285)
+    bad = {
+        (c["page"], c["quarantine_reason"])
+        for c in manifest["children"]
+        if c["state"] != "archived"
+    }
+    assert bad == {(50, "truncated"), (100, "signature_mismatch")}  # the two broken scans
     empty = [p["page"] for p in manifest["pages"] if p["expected"] == 0]
     assert empty == [10, 70, 139]
     logo = Counter(c["content_hash"] for c in manifest["children"]).most_common(1)[0]

@@ -20,18 +20,19 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
     assert result.success
     meta = materialization(result)
     assert meta["state"] == "complete"
-    assert (meta["pages"], meta["expected"], meta["accounted"]) == (140, 421, 421)
-    assert (meta["archived"], meta["quarantined"], meta["distinct_images"]) == (421, 0, 285)
+    assert (meta["pages"], meta["expected"], meta["accounted"]) == (140, 423, 423)
+    assert (meta["archived"], meta["quarantined"], meta["distinct_images"]) == (421, 2, 285)
     assert meta["duplicate_occurrences"] == 136 and meta["archived_bytes"] > 0
-    assert meta["validated_first_attempt_pct"] == 100.0
+    assert meta["validated_first_attempt_pct"] == round(100 * 421 / 423, 2)
     assert meta["queue_age_p95_seconds"] >= 0 and meta["decode_peak_rss_mib"] > 50
-    assert meta["quarantined_items"].records == []
+    quarantined = [(r.data["page"], r.data["reason"]) for r in meta["quarantined_items"].records]
+    assert quarantined == [(50, "truncated"), (100, "signature_mismatch")]
     archive_steps = events(result, "STEP_OUTPUT", "archive_page")
     rows = [
         r.data for e in archive_steps for r in e.event_specific_data.metadata["pages"].value.records
     ]
     assert [r["page"] for r in rows] == list(range(1, 141))  # per-page visibility in the UI
-    assert sum(r["images"] for r in rows) == 421
+    assert sum(r["images"] for r in rows) == 423
 
 
 def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
