@@ -20,6 +20,8 @@ from report_pipeline.core.storage import LocalStore
 from report_pipeline.definitions import defs
 
 SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
+# The console shows warnings only; every event is still in the run's log in the UI.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def place_sample(month: str) -> None:
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     job = defs.resolve_job_def("extract_report_job")
     with dg.DagsterInstance.get() as instance:
         result = job.execute_in_process(
-            partition_key=args.month, instance=instance, raise_on_error=False
+            partition_key=args.month, instance=instance, raise_on_error=False, run_config=QUIET
         )
     if not result.success:
         failures = [e.message for e in result.all_events if e.is_step_failure]

@@ -151,10 +151,12 @@ class LocalStore:
         if target.exists():
             source.unlink(missing_ok=True)
             return
-        if not source.exists():
-            raise PermanentStorageError(f"missing object {src}")
         self._mkdir_chain(target.parent)
-        os.replace(source, target)
+        try:
+            os.replace(source, target)
+        except FileNotFoundError:
+            if not target.exists():  # a concurrent promote of the same object is fine
+                raise PermanentStorageError(f"missing object {src}") from None
 
     def delete(self, key: str) -> bool:
         """Idempotent: an object that is already gone counts as deleted (returns False)."""

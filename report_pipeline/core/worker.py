@@ -8,12 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import resource
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.extract import Processed, process_image
+from report_pipeline.core.extract import ImageOutcome, Processed, process_image
 from report_pipeline.core.intake import (
     EXTRACTOR_VERSION,
     Limits,
@@ -28,7 +27,7 @@ from report_pipeline.core.messages import (
     RevisionRef,
     StagedReport,
 )
-from report_pipeline.core.pdf_pages import count_images, open_pdf, page_images
+from report_pipeline.core.pdf_pages import ImageRef, count_images, open_pdf, page_images
 from report_pipeline.core.planning import group_pages
 from report_pipeline.core.retention import RetentionPolicy, iso, lease_until, utc_now
 from report_pipeline.core.storage import Store
@@ -98,17 +97,6 @@ def _plan(
     return tasks
 
 
-def process_pages(doc, pages: range, limits: Limits) -> Iterator[Processed]:
-    """Every image occurrence on the pages; an image drawn on several pages is decoded once."""
-    seen: dict[int, Processed] = {}
-    for page in pages:
-        for ref in page_images(doc, page):
-            if ref.xref not in seen:
-                seen[ref.xref] = process_image(doc, ref, limits)
-            done = seen[ref.xref]
-            yield Processed(replace(done.outcome, page=page, index=ref.index), done.payload)
-
-
 def _work_key(task: PageTask, processed: Processed) -> str | None:
     base = f"{task.ref.work_prefix}/{task.task_key}"
     if processed.outcome.state == "validated":
@@ -119,25 +107,42 @@ def _work_key(task: PageTask, processed: Processed) -> str | None:
 
 
 def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
-    """Decode, validate and normalize the task's images; hand them to archive via the store."""
+    """Decode, validate and normalize the task's images; hand them to archive via the store.
+
+    An image drawn on several pages is decoded once; only one image's bytes are held at a time.
+    """
     started = utc_now()
     lease = lease_until(started, settings.retention)
-    records, written = [], set()
+    records: list[dict] = []
+    seen: dict[int, tuple[ImageOutcome, str | None]] = {}
+    written: set[str] = set()
     with private_workdir(settings.work_root, owner, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         with open_pdf(path) as doc:
-            for processed in process_pages(
-                doc, range(task.first_page, task.last_page + 1), settings.limits
-            ):
-                key = _work_key(task, processed)
-                if key and key not in written:
-                    store.put_bytes(key, processed.payload)
-                    written.add(key)
-                records.append({**asdict(processed.outcome), "work_key": key, "lease": lease})
+            for page in range(task.first_page, task.last_page + 1):
+                for ref in page_images(doc, page):
+                    if ref.xref not in seen:
+                        seen[ref.xref] = _process(store, task, doc, ref, settings, written)
+                    outcome, key = seen[ref.xref]
+                    located = replace(outcome, page=page, index=ref.index)
+                    records.append({**asdict(located), "work_key": key, "lease": lease})
     outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
     store.put_bytes(outcomes_key, json.dumps(records).encode())
     valid = sum(r["state"] == "validated" for r in records)
     return ExtractedTask(
         task, outcomes_key, valid, len(records) - valid, iso(started), lease, peak_rss_kib()
     )
+
+
+def _process(
+    store: Store, task: PageTask, doc, ref: ImageRef, settings: WorkerSettings, written: set[str]
+) -> tuple[ImageOutcome, str | None]:
+    """Process one image XObject and upload its bytes, once per content (another xref may hold
+    the same image)."""
+    processed = process_image(doc, ref, settings.limits)
+    key = _work_key(task, processed)
+    if key and key not in written:
+        store.put_bytes(key, processed.payload)
+        written.add(key)
+    return processed.outcome, key

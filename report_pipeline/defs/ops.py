@@ -4,9 +4,11 @@ import dagster as dg
 
 from report_pipeline.core import archive as core_archive
 from report_pipeline.core import worker
+from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
+from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 
@@ -26,6 +28,12 @@ def stage_report(
     month = context.partition_key
 
     def work() -> tuple[StagedReport, list[PageTask]]:
+        if not monthly_partitions.has_partition_key(month):
+            raise RefusedInput(
+                "unknown_partition",
+                f"{month} is not a monthly partition yet (a month's partition opens when the "
+                "month ends)",
+            )
         source, superseded = inbox.find(month)
         return worker.stage(
             store.get_store(), source, inbox.name, month, superseded, settings.settings(),

@@ -90,3 +90,24 @@ def test_a_newer_report_in_the_same_month_is_a_new_revision(inbox, materialize):
     assert staged["superseded_reports"].value == 1
     assert materialization(second)["revision"] != materialization(first)["revision"]
     assert materialization(second)["expected"] == 2
+
+
+def test_a_launch_for_a_month_that_is_not_a_partition_is_refused_before_any_work(
+    inbox, instance, resources, tmp_path
+):
+    """A GraphQL launch only tags the partition; Dagster does not validate the key then."""
+    import dagster as dg
+
+    from report_pipeline.defs.assets import report_manifest
+    from report_pipeline.defs.jobs import extract_report_job
+
+    inbox("no_images.pdf", month="2999-01")
+    defs = dg.Definitions(assets=[report_manifest], jobs=[extract_report_job], resources=resources)
+    result = defs.resolve_job_def("extract_report_job").execute_in_process(
+        instance=instance, tags={"dagster/partition": "2999-01"}, raise_on_error=False
+    )
+    (failure,) = events(result, "STEP_FAILURE")
+    assert failure.step_key == "report_manifest.stage_report"
+    assert "report refused (unknown_partition)" in failure.step_failure_data.error.message
+    assert events(result, "STEP_UP_FOR_RETRY") == []
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.*"))
