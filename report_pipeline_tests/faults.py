@@ -21,10 +21,11 @@ from report_pipeline.defs.resources import StoreResource
 
 
 def snapshot(folder: Path) -> list[dict]:
+    """Every private workdir (inside its hour bucket) under `folder`."""
     return [
         {"name": d.name, "mode": stat.S_IMODE(d.stat().st_mode),
          "lease": json.loads((d / LEASE_FILE).read_text()) if (d / LEASE_FILE).exists() else None}
-        for d in sorted(folder.iterdir())
+        for d in sorted(folder.rglob("w-*"))
     ]  # fmt: skip
 
 

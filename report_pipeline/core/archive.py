@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
+from report_pipeline.core import audit, deadlines
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
-from report_pipeline.core.retention import RetentionPolicy, deadlines_for, iso, utc_now
-from report_pipeline.core.storage import Store
+from report_pipeline.core.audit import Deletion
+from report_pipeline.core.messages import (
+    ArchivedTask,
+    ExtractedTask,
+    StagedReport,
+    staged_key,
+    work_prefix,
+)
+from report_pipeline.core.retention import (
+    RetentionPolicy,
+    deadlines_for,
+    iso,
+    parse_iso,
+    utc_now,
+)
+from report_pipeline.core.storage import ObjectInfo, Store
 from report_pipeline.core.worker import JSON_CAP, complete_manifest
 
 
@@ -102,7 +117,30 @@ def publish(
     )
     store.put_bytes(ref.manifest_key, mf.dumps(document))
     if document["state"] == "complete":
-        store.delete(ref.staged_key)
-        for leftover in list(store.list(ref.work_prefix)):
-            store.delete(leftover.key)
+        archive_by = parse_iso(document["deadlines"]["archive_delete_by"])
+        deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
+        work_by = parse_iso(document["deadlines"]["work_delete_by"])
+        delete_working_material(store, ref.report_id, ref.revision, work_by, now)
     return document, False
+
+
+def delete_working_material(
+    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
+) -> Deletion | None:
+    """Delete a revision's staged source and work objects; audit it if anything was there."""
+    found = [o for o in [_info(store, staged_key(report_id, revision))] if o]
+    found += list(store.list(work_prefix(revision)))
+    for item in found:
+        store.delete(item.key)
+    if not found:
+        return None
+    size = sum(o.size for o in found)
+    event = audit.deletion(
+        "working_material", revision, report_id, revision, deadline, now, size, len(found)
+    )
+    audit.record(store, event)
+    return event
+
+
+def _info(store: Store, key: str) -> ObjectInfo | None:
+    return ObjectInfo(key, store.size(key)) if store.exists(key) else None

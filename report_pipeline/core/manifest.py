@@ -129,3 +129,15 @@ def sequenced(records: list[dict[str, Any]]) -> list[ChildRecord]:
     """Child records from every task, numbered in page order."""
     ordered = sorted(records, key=lambda r: (r["page"], r["index"]))
     return [ChildRecord(**{**r, "sequence": n}) for n, r in enumerate(ordered, start=1)]
+
+
+def tombstone(document: dict[str, Any], expired_at: str, size: int, objects: int) -> dict:
+    """What stays of an expired revision: the record, with every child marked `expired`."""
+    children = [{**child, "state": "expired"} for child in document["children"]]
+    return {
+        **document,
+        "state": "expired",
+        "expired_at": expired_at,
+        "deleted": {"objects": objects, "bytes": size},
+        "children": children,
+    }

@@ -5,6 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def staged_key(report_id: str, revision: str) -> str:
+    return f"staged/{report_id}/{revision}.pdf"
+
+
+def work_prefix(revision: str) -> str:
+    return f"work/{revision}"
+
+
+def archive_prefix(report_id: str, revision: str) -> str:
+    return f"archive/{report_id}/{revision}"
+
+
 @dataclass(frozen=True)
 class RevisionRef:
     """One report revision: the idempotency key (report_id, source_hash, extractor_version)."""
@@ -17,15 +29,15 @@ class RevisionRef:
 
     @property
     def staged_key(self) -> str:
-        return f"staged/{self.report_id}/{self.revision}.pdf"
+        return staged_key(self.report_id, self.revision)
 
     @property
     def work_prefix(self) -> str:
-        return f"work/{self.revision}"
+        return work_prefix(self.revision)
 
     @property
     def archive_prefix(self) -> str:
-        return f"archive/{self.report_id}/{self.revision}"
+        return archive_prefix(self.report_id, self.revision)
 
     @property
     def manifest_key(self) -> str:

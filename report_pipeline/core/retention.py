@@ -14,7 +14,9 @@ from datetime import UTC, datetime, timedelta
 class RetentionPolicy:
     work_minutes: int = 15
     archive_days: int = 400
-    lease_minutes: int = 30
+    # The longest a run may hold its working material; past it (plus the short clock) the
+    # janitor removes what an unfinished revision left, and that revision must be rerun.
+    lease_minutes: int = 60
 
     def __post_init__(self) -> None:
         if self.work_minutes <= 0 or self.archive_days <= 0 or self.lease_minutes <= 0:
@@ -44,7 +46,3 @@ def deadlines_for(archived_at: datetime, policy: RetentionPolicy) -> Deadlines:
         work_delete_by=iso(archived_at + timedelta(minutes=policy.work_minutes)),
         archive_delete_by=iso(archived_at + timedelta(days=policy.archive_days)),
     )
-
-
-def lease_until(started_at: datetime, policy: RetentionPolicy) -> str:
-    return iso(started_at + timedelta(minutes=policy.lease_minutes))

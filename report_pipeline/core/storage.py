@@ -41,6 +41,7 @@ class PermanentStorageError(StorageError):
 class ObjectInfo:
     key: str
     size: int
+    modified: float = 0.0  # seconds since the epoch
 
 
 class Store(Protocol):
@@ -53,6 +54,7 @@ class Store(Protocol):
     def promote(self, src: str, dst: str) -> None: ...
     def delete(self, key: str) -> bool: ...
     def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
+    def list_prefixes(self, prefix: str) -> list[str]: ...
 
 
 def check_key(key: str) -> str:
@@ -130,11 +132,19 @@ class LocalStore:
         return data
 
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
-        if self.size(key) > max_bytes:
-            raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
+        """Stream into a private file, counting bytes: the object's stated size is not trusted."""
+        try:
+            source = open(self._path(key), "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            raise PermanentStorageError(f"missing object {key}") from None
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out, open(self._path(key), "rb") as source:
-            shutil.copyfileobj(source, out, _CHUNK)
+        copied = 0
+        with os.fdopen(fd, "wb") as out, source:
+            while chunk := source.read(_CHUNK):
+                copied += len(chunk)
+                if copied > max_bytes:
+                    raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
+                out.write(chunk)
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -186,4 +196,15 @@ class LocalStore:
                 if name.startswith(".tmp-"):
                     continue
                 path = Path(directory, name)
-                yield ObjectInfo(str(path.relative_to(self.root)), path.stat().st_size)
+                try:
+                    info = path.stat()
+                except FileNotFoundError:  # deleted while listing
+                    continue
+                yield ObjectInfo(str(path.relative_to(self.root)), info.st_size, info.st_mtime)
+
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The next level of `prefix/` (like an S3 delimiter listing), without descending."""
+        base = self._path(prefix.rstrip("/"))
+        if not base.is_dir():
+            return []
+        return sorted(f"{prefix.rstrip('/')}/{e.name}" for e in os.scandir(base) if e.is_dir())

@@ -1,4 +1,9 @@
-"""Private per-step working directories: 0700, random names, a lease file, removed in `finally`."""
+"""Private per-step working directories: 0700, random names, a lease file, removed in `finally`.
+
+A directory lives under a bucket named for the hour from which it may be deleted (the later of
+its lease and its deadline), so a janitor only opens buckets that are due: its cost follows what
+expired, not everything on disk.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,27 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from report_pipeline.core.retention import iso, parse_iso
+
 LEASE_FILE = "lease.json"
+BUCKET_FORMAT = "%Y%m%d%H"
+
+
+@dataclass(frozen=True)
+class Lease:
+    owner: str  # "<run id>/<step>": which worker holds the directory
+    lease_until: str  # ISO 8601 UTC: the worker may still be using it before this
+    delete_by: str  # ISO 8601 UTC: the short clock for working material
+
+    def due(self, now: datetime) -> bool:
+        return now >= parse_iso(self.lease_until) and now >= parse_iso(self.delete_by)
+
+    def removable_from(self) -> datetime:
+        return max(parse_iso(self.lease_until), parse_iso(self.delete_by))
 
 
 def private_root(root: Path | str) -> Path:
@@ -27,19 +50,40 @@ def private_file(directory: Path, suffix: str = "") -> Path:
     return path
 
 
+def bucket_for(lease: Lease) -> str:
+    return lease.removable_from().strftime(BUCKET_FORMAT)
+
+
+def read_lease(directory: Path) -> Lease | None:
+    try:
+        return Lease(**json.loads((directory / LEASE_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None  # no lease yet (just created) or unreadable: never "due"
+
+
 @contextmanager
-def private_workdir(root: Path | str, owner: str, lease_until: str) -> Iterator[Path]:
+def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
     """A fresh private directory that is removed however the block ends.
 
-    The lease file tells a janitor which run/step owns the directory and until when; a crash
-    that skips `finally` leaves it for the janitor once the lease has elapsed.
+    A crash that skips `finally` leaves it for the janitor, which removes it once both the
+    lease and the deadline have elapsed.
     """
-    directory = private_root(root) / f"w-{secrets.token_hex(12)}"
+    bucket = private_root(root) / bucket_for(lease)
+    bucket.mkdir(mode=0o700, exist_ok=True)
+    directory = bucket / f"w-{secrets.token_hex(12)}"
     directory.mkdir(mode=0o700)
-    lease = private_file(directory, ".lease")
-    lease.write_text(json.dumps({"owner": owner, "lease_until": lease_until}))
-    lease.rename(directory / LEASE_FILE)
     try:
+        staged = private_file(directory, ".lease")
+        staged.write_text(json.dumps(lease.__dict__))
+        staged.rename(directory / LEASE_FILE)
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def new_lease(owner: str, now: datetime, lease_minutes: int, work_minutes: int) -> Lease:
+    return Lease(
+        owner,
+        iso(now + timedelta(minutes=lease_minutes)),
+        iso(now + timedelta(minutes=work_minutes)),
+    )

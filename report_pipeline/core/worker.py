@@ -9,8 +9,10 @@ import hashlib
 import json
 import resource
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from report_pipeline.core import deadlines
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.extract import ImageOutcome, Processed, process_image
 from report_pipeline.core.intake import (
@@ -29,9 +31,9 @@ from report_pipeline.core.messages import (
 )
 from report_pipeline.core.pdf_pages import ImageRef, count_images, open_pdf, page_images
 from report_pipeline.core.planning import group_pages
-from report_pipeline.core.retention import RetentionPolicy, iso, lease_until, utc_now
+from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 from report_pipeline.core.storage import Store
-from report_pipeline.core.workdir import private_file, private_workdir
+from report_pipeline.core.workdir import Lease, new_lease, private_file, private_workdir
 
 JSON_CAP = 64 * 1024 * 1024
 
@@ -44,8 +46,15 @@ class WorkerSettings:
     extractor_version: str = EXTRACTOR_VERSION
 
 
-def _lease(settings: WorkerSettings) -> str:
-    return lease_until(utc_now(), settings.retention)
+def work_deadline(settings: WorkerSettings) -> datetime:
+    """When an unfinished revision's working material may go: the run's lease + the short clock."""
+    policy = settings.retention
+    return utc_now() + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
+
+
+def lease_for(settings: WorkerSettings, owner: str) -> Lease:
+    policy = settings.retention
+    return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
 
 
 def peak_rss_kib() -> int:
@@ -69,7 +78,7 @@ def stage(
     plan (expected images per page) is kept in the archive. A revision that already has a
     complete manifest is neither staged nor planned again.
     """
-    with private_workdir(settings.work_root, owner, _lease(settings)) as workdir:
+    with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
         path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
         pages = inspect_pdf(path, settings.limits)
         report_id = report_id_for(source_name, month)
@@ -80,6 +89,7 @@ def stage(
         with open_pdf(path) as doc:
             counts = count_images(doc)
         store.put_file(ref.staged_key, path)
+        deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, revision)
     staged = StagedReport(ref, pages, size, superseded, reused=False)
     return staged, _plan(store, ref, counts, pages_per_task, target_units)
 
@@ -112,11 +122,11 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     An image drawn on several pages is decoded once; only one image's bytes are held at a time.
     """
     started = utc_now()
-    lease = lease_until(started, settings.retention)
+    lease = lease_for(settings, owner)
     records: list[dict] = []
     seen: dict[int, tuple[ImageOutcome, str | None]] = {}
     written: set[str] = set()
-    with private_workdir(settings.work_root, owner, lease) as workdir:
+    with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         with open_pdf(path) as doc:
@@ -126,12 +136,18 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
                         seen[ref.xref] = _process(store, task, doc, ref, settings, written)
                     outcome, key = seen[ref.xref]
                     located = replace(outcome, page=page, index=ref.index)
-                    records.append({**asdict(located), "work_key": key, "lease": lease})
+                    records.append({**asdict(located), "work_key": key, "lease": lease.lease_until})
     outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
     store.put_bytes(outcomes_key, json.dumps(records).encode())
     valid = sum(r["state"] == "validated" for r in records)
     return ExtractedTask(
-        task, outcomes_key, valid, len(records) - valid, iso(started), lease, peak_rss_kib()
+        task,
+        outcomes_key,
+        valid,
+        len(records) - valid,
+        iso(started),
+        lease.lease_until,
+        peak_rss_kib(),
     )
 
 

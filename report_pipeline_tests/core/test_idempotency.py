@@ -31,4 +31,4 @@ def test_new_extractor_version_re_extracts_into_a_new_revision(store, settings):
 def test_working_material_is_gone_once_the_revision_is_complete(store, settings):
     run_report(store, fixture_pdf("truncated_jpeg.pdf"), settings, "inbox", "2026-10")
     assert list(store.list("staged")) == [] and list(store.list("work")) == []
-    assert list(settings.work_root.iterdir()) == []
+    assert list(settings.work_root.rglob("w-*")) == []  # only empty hour buckets remain

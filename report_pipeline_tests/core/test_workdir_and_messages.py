@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from report_pipeline.core import messages
-from report_pipeline.core.workdir import LEASE_FILE, private_workdir
+from report_pipeline.core.workdir import LEASE_FILE, Lease, private_workdir
 
 REF = messages.RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "1", "0123456789abcdef0123")
 TASK = messages.PageTask(REF, "pages_0001_2000", 1, 2000, 9000, "2026-10-01T00:00:00.000Z")
@@ -31,15 +31,27 @@ def test_messages_are_small_frozen_and_carry_no_bytes(message):
         assert "bytes" not in str(field.type).replace("source_bytes", "")
 
 
+LEASE = Lease("run/step", "2030-01-01T10:20:00.000Z", "2030-01-01T09:15:00.000Z")
+
+
 def test_workdir_is_private_leased_and_removed_even_on_error(tmp_path: Path):
     seen = {}
-    with pytest.raises(RuntimeError), private_workdir(tmp_path, "run/step", "2030-01-01") as wd:
+    with pytest.raises(RuntimeError), private_workdir(tmp_path, LEASE) as wd:
         seen["mode"] = stat.S_IMODE(wd.stat().st_mode)
         seen["lease"] = json.loads((wd / LEASE_FILE).read_text())
+        seen["bucket"] = wd.parent.name
         (wd / "x").write_bytes(b"work")
         raise RuntimeError("boom")
-    assert seen == {"mode": 0o700, "lease": {"owner": "run/step", "lease_until": "2030-01-01"}}
-    assert list(tmp_path.iterdir()) == []
+    assert seen["mode"] == 0o700 and seen["lease"]["owner"] == "run/step"
+    assert seen["bucket"] == "2030010110"  # the hour it may be deleted: max(lease, deadline)
+    assert list(tmp_path.rglob("w-*")) == []
+
+
+def test_a_lease_is_due_only_when_lease_and_deadline_have_both_elapsed():
+    from datetime import UTC, datetime
+
+    assert not LEASE.due(datetime(2030, 1, 1, 9, 30, tzinfo=UTC))  # deadline passed, lease live
+    assert LEASE.due(datetime(2030, 1, 1, 10, 20, tzinfo=UTC))
 
 
 def test_the_core_never_imports_dagster():

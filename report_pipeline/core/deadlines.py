@@ -1,0 +1,51 @@
+"""The deadline index: one empty marker object per deadline, bucketed by day.
+
+`index/<clock>/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>`. The janitor lists only the day
+buckets that are due, so its cost follows what has expired, not everything stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from report_pipeline.core.storage import Store
+
+WORK = "index/work"  # short clock: staged source, work objects, unfinished revisions
+ARCHIVE = "index/archive"  # long clock: an archived revision
+
+
+@dataclass(frozen=True)
+class DueEntry:
+    key: str
+    report_id: str
+    revision: str
+    deadline: datetime
+
+
+def entry_key(clock: str, deadline: datetime, report_id: str, revision: str) -> str:
+    minute = int(deadline.timestamp() // 60)
+    return f"{clock}/{deadline.astimezone(UTC):%Y%m%d}/{report_id}/{minute}-{revision}"
+
+
+def record(store: Store, clock: str, deadline: datetime, report_id: str, revision: str) -> None:
+    store.put_bytes(entry_key(clock, deadline, report_id, revision), b"")
+
+
+def _parse(key: str) -> DueEntry:
+    *_, report_id, name = key.split("/")
+    minute, revision = name.split("-", 1)
+    return DueEntry(key, report_id, revision, datetime.fromtimestamp(int(minute) * 60, UTC))
+
+
+def due(store: Store, clock: str, now: datetime) -> Iterator[DueEntry]:
+    """Entries whose deadline is at or before `now`, oldest day first."""
+    today = f"{now.astimezone(UTC):%Y%m%d}"
+    for day in store.list_prefixes(clock):
+        if day.rsplit("/", 1)[1] > today:
+            break
+        for info in store.list(day):
+            entry = _parse(info.key)
+            if entry.deadline <= now:
+                yield entry

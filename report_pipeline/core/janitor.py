@@ -1,0 +1,174 @@
+"""The janitor: deletes what has outlived its deadline, idempotently, never under a live lease.
+
+Three sweeps, each opening only what is due: private workdirs (hour buckets on the worker's
+disk), working material in the store (the short clock's index), and archived revisions (the
+long clock's index). Every deletion becomes one audit event. "Already gone" counts as done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from report_pipeline.core import audit, deadlines
+from report_pipeline.core import manifest as mf
+from report_pipeline.core.audit import Deletion
+from report_pipeline.core.messages import archive_prefix, work_prefix
+from report_pipeline.core.retention import RetentionPolicy, iso
+from report_pipeline.core.storage import ObjectInfo, Store
+from report_pipeline.core.workdir import BUCKET_FORMAT, read_lease
+
+_BUCKET = re.compile(r"^\d{10}$")
+_MANIFEST = "manifest.json"
+
+
+@dataclass
+class JanitorPass:
+    deletions: list[Deletion] = field(default_factory=list)
+    buckets_opened: int = 0
+    entries_due: int = 0
+
+    @property
+    def bytes_deleted(self) -> int:
+        return sum(d.bytes for d in self.deletions)
+
+
+def _bucket_end(name: str) -> datetime:
+    return datetime.strptime(name, BUCKET_FORMAT).replace(tzinfo=UTC) + timedelta(hours=1)
+
+
+def dir_size(path: Path) -> tuple[int, int]:
+    files = [Path(d, f) for d, _, names in os.walk(path) for f in names]
+    return sum(f.stat().st_size for f in files if f.exists()), len(files)
+
+
+def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator[tuple]:
+    """(bucket, workdir, deadline) for every workdir whose lease and deadline have elapsed."""
+    if not work_root.is_dir():
+        return
+    current = now.astimezone(UTC).strftime(BUCKET_FORMAT)
+    buckets = sorted(e.name for e in os.scandir(work_root) if _BUCKET.match(e.name))
+    for name in buckets:
+        if name > current:
+            break  # later buckets hold only live or future work
+        stats.buckets_opened += 1
+        bucket = work_root / name
+        for entry in sorted(os.scandir(bucket), key=lambda e: e.name):
+            lease = read_lease(Path(entry.path))
+            if lease is None:  # crashed before writing its lease: due when the hour is over
+                if now >= _bucket_end(name):
+                    yield bucket, Path(entry.path), _bucket_end(name)
+            elif lease.due(now):
+                yield bucket, Path(entry.path), lease.removable_from()
+
+
+def sweep_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> None:
+    emptied = set()
+    for bucket, workdir, deadline in list(due_workdirs(work_root, now, stats)):
+        size, files = dir_size(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+        stats.deletions.append(
+            audit.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
+        )
+        emptied.add(bucket)
+    for bucket in emptied | _past_buckets(work_root, now):
+        with contextlib.suppress(OSError):
+            bucket.rmdir()  # only when empty
+
+
+def _past_buckets(work_root: Path, now: datetime) -> set[Path]:
+    if not work_root.is_dir():
+        return set()
+    return {
+        work_root / e.name
+        for e in os.scandir(work_root)
+        if _BUCKET.match(e.name) and _bucket_end(e.name) <= now
+    }
+
+
+def revision_material(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
+    """A revision's working material: staged source, work objects and, while it has no complete
+    (or expired) manifest, whatever it put in the archive."""
+    found = [o for o in store.list(f"staged/{report_id}") if f"/{revision}." in o.key]
+    found += list(store.list(work_prefix(revision)))
+    prefix = archive_prefix(report_id, revision)
+    key = f"{prefix}/{_MANIFEST}"
+    if not store.exists(key) or mf.loads(store.get_bytes(key, 1 << 26))["state"] == "incomplete":
+        found += list(store.list(prefix))
+    return found
+
+
+def in_use(material: list[ObjectInfo], now: datetime, policy: RetentionPolicy) -> bool:
+    """A run wrote some of it within lease + short clock (a rerun under the same key)."""
+    hold = timedelta(minutes=policy.lease_minutes + policy.work_minutes)
+    return any(o.modified > (now - hold).timestamp() for o in material)
+
+
+def sweep_working_material(
+    store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
+) -> None:
+    for entry in list(deadlines.due(store, deadlines.WORK, now)):
+        stats.entries_due += 1
+        material = revision_material(store, entry.report_id, entry.revision)
+        if material and in_use(material, now, policy):
+            continue  # keep the entry: look again on a later pass
+        for item in material:
+            store.delete(item.key)
+        if material:
+            size = sum(o.size for o in material)
+            stats.deletions.append(
+                _audited(store, "working_material", entry.report_id, entry.revision,
+                         entry.deadline, now, material, size)
+            )  # fmt: skip
+        store.delete(entry.key)
+
+
+def _audited(store, kind, rid, rev, deadline, now, objects, size) -> Deletion:
+    event = audit.deletion(kind, rev, rid, rev, deadline, now, size, len(objects))
+    audit.record(store, event)
+    return event
+
+
+def expire_revision(
+    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
+) -> Deletion | None:
+    """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`)."""
+    prefix = archive_prefix(report_id, revision)
+    key = f"{prefix}/{_MANIFEST}"
+    objects = [o for o in store.list(prefix) if o.key != key]
+    for item in objects:
+        store.delete(item.key)
+    size = sum(o.size for o in objects)
+    if store.exists(key):
+        document = mf.loads(store.get_bytes(key, 1 << 26))
+        if document["state"] != "expired":
+            store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
+    if not objects:
+        return None
+    return _audited(store, "archive", report_id, revision, deadline, now, objects, size)
+
+
+def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:
+    for entry in list(deadlines.due(store, deadlines.ARCHIVE, now)):
+        stats.entries_due += 1
+        event = expire_revision(store, entry.report_id, entry.revision, entry.deadline, now)
+        if event:
+            stats.deletions.append(event)
+        store.delete(entry.key)
+
+
+def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
+    """One janitor pass at `now` (an injectable clock)."""
+    stats = JanitorPass()
+    sweep_workdirs(work_root, now, stats)
+    for event in stats.deletions:
+        audit.record(store, event)
+    sweep_working_material(store, now, policy, stats)
+    sweep_archive(store, now, stats)
+    return stats

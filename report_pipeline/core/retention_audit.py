@@ -1,0 +1,186 @@
+"""The retention audit: four checks computed from the store (and the workers' disk), not from
+the asset's data. Overdue means past a deadline by more than `grace` (the janitor runs every
+few minutes, so a fresh deadline is not yet a failure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from report_pipeline.core import audit, deadlines, janitor
+from report_pipeline.core import manifest as mf
+from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
+from report_pipeline.core.storage import Store
+
+DEFAULT_GRACE = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    passed: bool
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Overdue:
+    items: list[tuple[str, datetime, int]] = field(default_factory=list)
+
+    def add(self, item: str, deadline: datetime, size: int) -> None:
+        self.items.append((item, deadline, size))
+
+    def metadata(self) -> dict[str, Any]:
+        oldest = min(self.items, key=lambda i: i[1], default=None)
+        return {
+            "overdue_items": len(self.items),
+            "overdue_bytes": sum(i[2] for i in self.items),
+            "oldest_overdue_item": oldest[0] if oldest else "",
+            "oldest_overdue_deadline": iso(oldest[1]) if oldest else "",
+        }
+
+
+def work_material_deleted_by_deadline(
+    store: Store, work_root: Path, now: datetime, policy: RetentionPolicy, grace: timedelta
+) -> CheckOutcome:
+    """Bytes of working material retained past the short clock (plus grace) must be zero."""
+    cutoff, overdue = now - grace, _Overdue()
+    for entry in deadlines.due(store, deadlines.WORK, cutoff):
+        material = janitor.revision_material(store, entry.report_id, entry.revision)
+        if material and not janitor.in_use(material, cutoff, policy):
+            overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in material))
+    for _bucket, workdir, deadline in janitor.due_workdirs(
+        work_root, cutoff, janitor.JanitorPass()
+    ):
+        overdue.add(f"workdir {workdir.name}", deadline, janitor.dir_size(workdir)[0])
+    passed = not overdue.items
+    text = "no working material past its deadline" if passed else "working material is overdue"
+    return CheckOutcome(
+        "work_material_deleted_by_deadline", passed, text,
+        {**overdue.metadata(), **audit.lag_summary(store, now)},
+    )  # fmt: skip
+
+
+def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> CheckOutcome:
+    """Nothing archived may be retained past the long clock (plus grace)."""
+    overdue = _Overdue()
+    for entry in deadlines.due(store, deadlines.ARCHIVE, now - grace):
+        prefix = f"archive/{entry.report_id}/{entry.revision}"
+        kept = [o for o in store.list(prefix) if not o.key.endswith("/manifest.json")]
+        if kept:
+            overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in kept))
+    passed = not overdue.items
+    text = "no archived revision past its deadline" if passed else "archived data is overdue"
+    return CheckOutcome(
+        "archive_within_retention", passed, text,
+        {**overdue.metadata(), **audit.lag_summary(store, now)},
+    )  # fmt: skip
+
+
+def revisions(store: Store) -> list[tuple[str, str]]:
+    return [
+        (report.rsplit("/", 1)[1], revision.rsplit("/", 1)[1])
+        for report in store.list_prefixes("archive")
+        for revision in store.list_prefixes(report)
+    ]
+
+
+def _plan_deadline(store: Store, prefix: str, policy: RetentionPolicy) -> datetime | None:
+    if not store.exists(f"{prefix}/plan.json"):
+        return None
+    queued = parse_iso(json.loads(store.get_bytes(f"{prefix}/plan.json", 1 << 26))["queued_at"])
+    return queued + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
+
+
+def manifest_complete(store: Store, now: datetime, policy: RetentionPolicy) -> CheckOutcome:
+    """archived + quarantined = expected for every revision (runs still within their lease are
+    in progress, not incomplete)."""
+    problems, checked = [], 0
+    for report_id, revision in revisions(store):
+        prefix, checked = f"archive/{report_id}/{revision}", checked + 1
+        key = f"{prefix}/manifest.json"
+        document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
+        if document and document["state"] in {"complete", "expired"}:
+            continue
+        deadline = _plan_deadline(store, prefix, policy)
+        if deadline is not None and deadline > now:
+            continue  # still in progress
+        counts = document["counts"] if document else {"expected": None, "accounted": None}
+        problems.append((revision, counts["expected"], counts["accounted"]))
+    return CheckOutcome(
+        "manifest_complete", not problems,
+        "every revision accounts for all its images" if not problems
+        else "some revisions do not account for every image",
+        {"revisions_checked": checked, "incomplete_revisions": len(problems),
+         "first_incomplete": problems[0][0] if problems else "",
+         "first_incomplete_expected_accounted": str(problems[0][1:]) if problems else ""},
+    )  # fmt: skip
+
+
+def _listed(document: dict[str, Any]) -> dict[str, str]:
+    """Object key -> expected sha256 for every object the manifest lists."""
+    listed = {}
+    for child in document["children"]:
+        key = child["object_key"]
+        if key and child["state"] == "archived":
+            listed[key] = child["content_hash"]
+        elif key and child["state"] == "quarantined":
+            listed[key] = key.rsplit("/", 1)[1].removesuffix(".bin")
+    return listed
+
+
+def _verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: dict) -> None:
+    listed = {} if document["state"] == "expired" else _listed(document)
+    present = {
+        o.key: o for o in store.list(prefix) if o.key.split("/")[3] in {"images", "quarantine"}
+    }
+    for key, expected in listed.items():
+        if key not in present:
+            tally["missing"].append(key)
+            continue
+        data = store.get_bytes(key, present[key].size)
+        tally["bytes_verified"] += len(data)
+        if hashlib.sha256(data).hexdigest() != expected:
+            tally["mismatched"].append(key)
+    tally["orphans"] += [k for k in present if k not in listed]
+    tally["objects_verified"] += len(listed)
+
+
+def archive_matches_manifest(store: Store, now: datetime, policy: RetentionPolicy) -> CheckOutcome:
+    """Every listed object exists with its hash; no object is left that no manifest lists."""
+    tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
+                             "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
+    for report_id, revision in revisions(store):
+        prefix = f"archive/{report_id}/{revision}"
+        key = f"{prefix}/manifest.json"
+        document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
+        if document and document["state"] in {"complete", "expired"}:
+            _verify_revision(store, prefix, document, tally)
+            continue
+        deadline = _plan_deadline(store, prefix, policy)
+        if deadline is None or deadline <= now:  # an unfinished revision past its deadline
+            tally["orphans"] += [o.key for o in store.list(prefix)]
+    bad = tally["missing"] + tally["mismatched"] + tally["orphans"]
+    return CheckOutcome(
+        "archive_matches_manifest", not bad,
+        "archive and manifests agree" if not bad else "archive and manifests disagree",
+        {"objects_verified": tally["objects_verified"], "bytes_verified": tally["bytes_verified"],
+         "missing_objects": len(tally["missing"]), "hash_mismatches": len(tally["mismatched"]),
+         "orphan_objects": len(tally["orphans"]), "first_problem": bad[0] if bad else ""},
+    )  # fmt: skip
+
+
+def audit_all(
+    store: Store, work_root: Path, now: datetime, policy: RetentionPolicy,
+    grace: timedelta = DEFAULT_GRACE,
+) -> list[CheckOutcome]:  # fmt: skip
+    return [
+        work_material_deleted_by_deadline(store, work_root, now, policy, grace),
+        archive_within_retention(store, now, grace),
+        manifest_complete(store, now, policy),
+        archive_matches_manifest(store, now, policy),
+    ]

@@ -1,0 +1,63 @@
+"""A real worker process killed with SIGKILL mid-page: its `finally` never runs, so what it
+left behind is the janitor's, once the lease has elapsed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from report_pipeline.core import janitor, retention_audit
+from report_pipeline.core.retention import utc_now
+from report_pipeline_tests.conftest import fixture_pdf
+
+WORKER = """
+import pathlib, sys
+from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.worker import WorkerSettings, extract, stage
+store, settings = LocalStore(sys.argv[1]), WorkerSettings(pathlib.Path(sys.argv[2]))
+staged, tasks = stage(store, pathlib.Path(sys.argv[3]), "inbox", "2026-10", 0, settings, "r/s")
+print("staged", flush=True)
+for task in tasks:
+    extract(store, task, settings, "r/extract")
+print("finished", flush=True)
+"""
+
+
+def kill_mid_extraction(store, work_root: Path) -> tuple[list[Path], int]:
+    pdf = fixture_pdf("monthly_report.pdf")
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(store.root), str(work_root), str(pdf)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert worker.stdout.readline().strip() == "staged"
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            uploaded = len(list(store.list("work")))
+            if list(work_root.rglob("w-*")) and uploaded >= 5:
+                break
+            time.sleep(0.005)
+        os.kill(worker.pid, signal.SIGKILL)
+    finally:
+        worker.wait(timeout=30)
+    assert worker.returncode == -signal.SIGKILL
+    return list(work_root.rglob("w-*")), uploaded
+
+
+def test_worker_killed_mid_page_is_cleaned_up_by_the_next_pass_after_its_lease(store, settings):
+    left, uploaded = kill_mid_extraction(store, settings.work_root)
+    assert len(left) == 1 and (left[0] / "lease.json").exists() and uploaded >= 5
+    policy, now = settings.retention, utc_now()
+    assert janitor.run(store, settings.work_root, now, policy).deletions == []
+    assert left[0].exists()  # live lease: a worker might still be using it
+    after = now + timedelta(minutes=policy.lease_minutes + policy.work_minutes + 1)
+    sweep = janitor.run(store, settings.work_root, after, policy)
+    assert sorted(e.kind for e in sweep.deletions) == ["workdir", "working_material"]
+    assert not left[0].exists() and list(settings.work_root.rglob("w-*")) == []
+    assert list(store.list("work")) == [] and list(store.list("staged")) == []
+    assert list(store.list("archive")) == []  # the unfinished revision's plan went too
+    outcomes = retention_audit.audit_all(store, settings.work_root, after, policy)
+    assert all(o.passed for o in outcomes), [o for o in outcomes if not o.passed]

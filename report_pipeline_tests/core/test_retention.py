@@ -1,0 +1,133 @@
+"""Two clocks, the janitor and the retention checks, with an injected clock (no sleeps)."""
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from report_pipeline.core import audit, janitor, retention_audit
+from report_pipeline.core.retention import parse_iso, utc_now
+from report_pipeline.core.workdir import private_workdir
+from report_pipeline.core.worker import lease_for, stage
+from report_pipeline_tests.conftest import fixture_pdf
+
+MIN = timedelta(minutes=1)
+
+
+def checks(store, settings, now):
+    outcomes = retention_audit.audit_all(store, settings.work_root, now, settings.retention)
+    return {o.name: o for o in outcomes}
+
+
+_NEVER_EXITED = []  # holding the context keeps its `finally` from running (as in a dead process)
+
+
+def crashed_workdir(settings, owner="run/step"):
+    """A worker that died without its `finally`: the directory and lease stay behind."""
+    context = private_workdir(settings.work_root, lease_for(settings, owner))
+    workdir = context.__enter__()
+    _NEVER_EXITED.append(context)
+    (workdir / "page.bin").write_bytes(b"x" * 1000)
+    return workdir
+
+
+def test_nothing_is_deleted_before_its_deadline(run_fixture, store, settings):
+    run_fixture("repeated_image.pdf")
+    sweep = janitor.run(store, settings.work_root, utc_now(), settings.retention)
+    assert sweep.deletions == [] and sweep.buckets_opened <= 1
+    assert all(o.passed for o in checks(store, settings, utc_now()).values())
+
+
+def test_gate4_expired_temporary_directory_disappears_on_next_janitor_pass(store, settings):
+    workdir, now = crashed_workdir(settings), utc_now()
+    lease = settings.retention.lease_minutes
+    janitor.run(store, settings.work_root, now + (lease - 1) * MIN, settings.retention)
+    assert workdir.exists()  # the lease is live: never touched
+    overdue = checks(store, settings, now + (lease + 11) * MIN)
+    assert not overdue["work_material_deleted_by_deadline"].passed
+    assert overdue["work_material_deleted_by_deadline"].metadata["overdue_bytes"] >= 1000
+    sweep = janitor.run(store, settings.work_root, now + (lease + 11) * MIN, settings.retention)
+    assert not workdir.exists()
+    (event,) = sweep.deletions
+    assert (event.kind, event.item, event.bytes) == ("workdir", workdir.name, event.bytes)
+    assert event.lag_seconds >= 600 and workdir.name in json.dumps(audit_events(store))
+    assert checks(store, settings, now + (lease + 11) * MIN)[
+        "work_material_deleted_by_deadline"
+    ].passed
+
+
+def audit_events(store):
+    return [e.__dict__ for e in audit.read(store, utc_now() - timedelta(days=1))]
+
+
+def test_unfinished_revision_fails_three_checks_until_the_janitor_removes_it(store, settings):
+    staged, tasks = stage(
+        store, fixture_pdf("truncated_jpeg.pdf"), "inbox", "2026-10", 0, settings, "crashed"
+    )  # the run died after staging: no extraction, no manifest
+    policy, now = settings.retention, utc_now()
+    late = now + (policy.lease_minutes + policy.work_minutes + 11) * MIN
+    assert all(o.passed for o in checks(store, settings, now).values())  # still in progress
+    failing = checks(store, settings, late)
+    assert not failing["work_material_deleted_by_deadline"].passed
+    assert not failing["manifest_complete"].passed
+    assert failing["manifest_complete"].metadata["first_incomplete"] == staged.ref.revision
+    assert failing["archive_matches_manifest"].metadata["orphan_objects"] == 1  # plan.json
+    sweep = janitor.run(store, settings.work_root, late, settings.retention)
+    assert [e.kind for e in sweep.deletions] == ["working_material"]
+    assert not store.exists(staged.ref.staged_key)
+    assert all(o.passed for o in checks(store, settings, late).values())
+
+
+def test_archive_expires_into_a_tombstone_on_the_long_clock(run_fixture, store, settings):
+    manifest = run_fixture("repeated_image.pdf")
+    expires = parse_iso(manifest["deadlines"]["archive_delete_by"])
+    later = expires + 11 * MIN
+    failing = checks(store, settings, later)["archive_within_retention"]
+    assert not failing.passed and failing.metadata["overdue_bytes"] > 0
+    sweep = janitor.run(store, settings.work_root, later, settings.retention)
+    (event,) = [e for e in sweep.deletions if e.kind == "archive"]
+    assert event.objects > 2 and event.lag_seconds == pytest.approx(660, abs=60)
+    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    assert [o.key for o in store.list(prefix)] == [f"{prefix}/manifest.json"]
+    tomb = json.loads(store.get_bytes(f"{prefix}/manifest.json", 1 << 26))
+    assert tomb["state"] == "expired" and {c["state"] for c in tomb["children"]} == {"expired"}
+    assert tomb["deleted"]["bytes"] == event.bytes and tomb["deadlines"] == manifest["deadlines"]
+    assert all(o.passed for o in checks(store, settings, later).values())
+    again = janitor.run(store, settings.work_root, later + MIN, settings.retention)
+    assert again.deletions == []  # idempotent: already gone is done
+
+
+def test_a_rerun_under_the_same_key_is_never_swept_from_under_it(store, settings):
+    pdf, policy = fixture_pdf("no_images.pdf"), settings.retention
+    stage(store, pdf, "inbox", "2026-10", 0, settings, "first")
+    now = utc_now()
+    due = now + (policy.lease_minutes + policy.work_minutes + 1) * MIN
+    # the entry is due, but the material was written just now (as a rerun would): keep it
+    sweep = janitor.run(store, settings.work_root, now + (policy.work_minutes + 1) * MIN, policy)
+    assert sweep.deletions == []
+    assert janitor.run(store, settings.work_root, due, policy).deletions
+
+
+def test_archive_matches_manifest_finds_missing_tampered_and_orphan_objects(
+    run_fixture, store, settings
+):
+    manifest = run_fixture("truncated_jpeg.pdf")
+    archived = next(c for c in manifest["children"] if c["state"] == "archived")
+    quarantined = next(c for c in manifest["children"] if c["state"] == "quarantined")
+    store.put_bytes(archived["object_key"], b"tampered")
+    store.delete(quarantined["object_key"])
+    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    store.put_bytes(f"{prefix}/images/{'0' * 64}.png", b"stray")
+    outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
+    assert not outcome.passed
+    assert (outcome.metadata["hash_mismatches"], outcome.metadata["missing_objects"],
+            outcome.metadata["orphan_objects"]) == (1, 1, 1)  # fmt: skip
+
+
+def test_audit_events_carry_no_bytes_or_paths(run_fixture, store, settings, tmp_path):
+    run_fixture("truncated_jpeg.pdf")  # publishing deletes the staged source: one event
+    (event,) = audit_events(store)
+    assert event["kind"] == "working_material" and event["lag_seconds"] < 0
+    assert set(event) == {"kind", "item", "report_id", "revision", "deadline", "deleted_at",
+                          "lag_seconds", "bytes", "objects"}  # fmt: skip
+    assert str(tmp_path) not in json.dumps(event)
