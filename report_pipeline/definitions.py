@@ -3,16 +3,23 @@
 import dagster as dg
 
 from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.checks import retention_checks
+from report_pipeline.defs.cleanup import cleanup_job
+from report_pipeline.defs.clock import ClockResource
+from report_pipeline.defs.jobs import extract_report_job, retention_audit_job
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
 
 defs = dg.Definitions(
     assets=[report_manifest],
-    jobs=[extract_report_job],
+    asset_checks=[retention_checks],
+    jobs=[extract_report_job, cleanup_job, retention_audit_job],
+    schedules=[cleanup_schedule, retention_audit_schedule],
     resources={
         "inbox": InboxResource(),
         "store": StoreResource(),
         "settings": WorkerResource(),
+        "clock": ClockResource(),
     },
     executor=dg.in_process_executor,
 )

@@ -15,6 +15,16 @@ def test_definitions_load_and_the_named_objects_resolve():
     assert asset.descriptions_by_key[dg.AssetKey("report_manifest")]
 
 
+def test_retention_jobs_schedules_and_checks_resolve_by_name():
+    assert defs.resolve_job_def("cleanup_job").executor_def.name == "in_process"
+    audit = defs.resolve_job_def("retention_audit_job")
+    checks = {key.name for key in audit.asset_layer.asset_graph.asset_check_keys}
+    assert checks == {"work_material_deleted_by_deadline", "archive_within_retention",
+                      "manifest_complete", "archive_matches_manifest"}  # fmt: skip
+    for name in ("cleanup_schedule", "retention_audit_schedule"):
+        assert defs.resolve_schedule_def(name).description
+
+
 def test_every_op_has_a_description_for_the_ui():
     asset = defs.resolve_assets_def("report_manifest")
     ops = {node.definition.name: node.definition for node in asset.node_def.node_dict.values()}

@@ -81,10 +81,12 @@ def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> C
     )  # fmt: skip
 
 
-def revisions(store: Store) -> list[tuple[str, str]]:
+def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
+    """Every archived revision, or only those of one month's reports."""
+    reports = [r for r in store.list_prefixes("archive") if not month or r.endswith(f"-{month}")]
     return [
         (report.rsplit("/", 1)[1], revision.rsplit("/", 1)[1])
-        for report in store.list_prefixes("archive")
+        for report in reports
         for revision in store.list_prefixes(report)
     ]
 
@@ -96,11 +98,13 @@ def _plan_deadline(store: Store, prefix: str, policy: RetentionPolicy) -> dateti
     return queued + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
 
 
-def manifest_complete(store: Store, now: datetime, policy: RetentionPolicy) -> CheckOutcome:
+def manifest_complete(
+    store: Store, now: datetime, policy: RetentionPolicy, month: str | None = None
+) -> CheckOutcome:
     """archived + quarantined = expected for every revision (runs still within their lease are
     in progress, not incomplete)."""
     problems, checked = [], 0
-    for report_id, revision in revisions(store):
+    for report_id, revision in revisions(store, month):
         prefix, checked = f"archive/{report_id}/{revision}", checked + 1
         key = f"{prefix}/manifest.json"
         document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
@@ -150,11 +154,13 @@ def _verify_revision(store: Store, prefix: str, document: dict[str, Any], tally:
     tally["objects_verified"] += len(listed)
 
 
-def archive_matches_manifest(store: Store, now: datetime, policy: RetentionPolicy) -> CheckOutcome:
+def archive_matches_manifest(
+    store: Store, now: datetime, policy: RetentionPolicy, month: str | None = None
+) -> CheckOutcome:
     """Every listed object exists with its hash; no object is left that no manifest lists."""
     tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
-    for report_id, revision in revisions(store):
+    for report_id, revision in revisions(store, month):
         prefix = f"archive/{report_id}/{revision}"
         key = f"{prefix}/manifest.json"
         document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
@@ -176,11 +182,13 @@ def archive_matches_manifest(store: Store, now: datetime, policy: RetentionPolic
 
 def audit_all(
     store: Store, work_root: Path, now: datetime, policy: RetentionPolicy,
-    grace: timedelta = DEFAULT_GRACE,
+    grace: timedelta = DEFAULT_GRACE, month: str | None = None,
 ) -> list[CheckOutcome]:  # fmt: skip
+    """All four checks. `month` limits the two per-revision checks to that month's reports (the
+    overdue checks only ever open what is due, so they always cover everything)."""
     return [
         work_material_deleted_by_deadline(store, work_root, now, policy, grace),
         archive_within_retention(store, now, grace),
-        manifest_complete(store, now, policy),
-        archive_matches_manifest(store, now, policy),
+        manifest_complete(store, now, policy, month),
+        archive_matches_manifest(store, now, policy, month),
     ]
