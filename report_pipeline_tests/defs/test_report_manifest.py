@@ -44,13 +44,24 @@ def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
     assert materialization(result)["archived"] == 15
 
 
-def test_no_source_path_or_name_reaches_logs_or_events(inbox, materialize, instance, tmp_path):
+SIGNATURES = ("\\xff\\xd8\\xff", "\\x89PNG", "%PDF-", "\xff\xd8\xff", "\x89PNG")
+
+
+def test_no_source_path_name_or_bytes_reaches_logs_events_or_output(
+    inbox, materialize, instance, tmp_path, capfd, caplog
+):
+    caplog.set_level("DEBUG")
     source = inbox("truncated_jpeg.pdf", as_name="Confidential Board Pack.pdf")
     result = materialize()
     assert result.success
-    text = all_text(result, instance)
-    assert str(tmp_path) not in text and "Confidential" not in text and source.name not in text
-    assert not re.search(rb"\xff\xd8\xff", text.encode("utf-8", "surrogateescape"))
+    console = capfd.readouterr()
+    everything = "\n".join(
+        [all_text(result, instance), console.out, console.err, caplog.text,
+         *(repr(e.event_specific_data) for e in result.all_events)]
+    )  # fmt: skip
+    assert len(everything) > 10_000  # the whole run's logs, events and console output
+    for secret in (str(tmp_path / "inbox"), "Confidential", source.name, *SIGNATURES):
+        assert secret not in everything, secret
 
 
 @pytest.mark.parametrize(
