@@ -22,7 +22,7 @@ from report_pipeline.core.audit import Deletion
 from report_pipeline.core.messages import archive_prefix, work_prefix
 from report_pipeline.core.retention import RetentionPolicy, iso
 from report_pipeline.core.storage import ObjectInfo, Store
-from report_pipeline.core.workdir import BUCKET_FORMAT, read_lease
+from report_pipeline.core.workdir import BUCKET_FORMAT, named_minute, read_lease
 
 _BUCKET = re.compile(r"^\d{10}$")
 _MANIFEST = "manifest.json"
@@ -60,6 +60,9 @@ def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator
         stats.buckets_opened += 1
         bucket = work_root / name
         for entry in sorted(os.scandir(bucket), key=lambda e: e.name):
+            minute = named_minute(Path(entry.path))
+            if minute is not None and minute * 60 > now.timestamp():
+                continue  # its name says it is not due yet: no need to open the lease
             lease = read_lease(Path(entry.path))
             if lease is None:  # crashed before writing its lease: due when the hour is over
                 if now >= _bucket_end(name):

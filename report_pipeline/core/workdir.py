@@ -54,6 +54,17 @@ def bucket_for(lease: Lease) -> str:
     return lease.removable_from().strftime(BUCKET_FORMAT)
 
 
+def removable_minute(lease: Lease) -> int:
+    """Minutes since the epoch from which the directory may go (also in its name, so a janitor
+    can pass over a live directory without opening its lease)."""
+    return int(lease.removable_from().timestamp() // 60) + 1
+
+
+def named_minute(directory: Path) -> int | None:
+    parts = directory.name.split("-")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
 def read_lease(directory: Path) -> Lease | None:
     try:
         return Lease(**json.loads((directory / LEASE_FILE).read_text()))
@@ -70,7 +81,7 @@ def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
     """
     bucket = private_root(root) / bucket_for(lease)
     bucket.mkdir(mode=0o700, exist_ok=True)
-    directory = bucket / f"w-{secrets.token_hex(12)}"
+    directory = bucket / f"w-{removable_minute(lease)}-{secrets.token_hex(12)}"
     directory.mkdir(mode=0o700)
     try:
         staged = private_file(directory, ".lease")
