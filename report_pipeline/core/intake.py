@@ -7,9 +7,7 @@ source is ever used on the worker or shown in a message.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,33 +63,6 @@ def revision_for(report_id: str, source_hash: str, extractor_version: str) -> st
     """The idempotency key (report_id, source_hash, extractor_version), hashed to a short id."""
     key = f"{report_id}\n{source_hash}\n{extractor_version}".encode()
     return hashlib.sha256(key).hexdigest()[:20]
-
-
-def _candidates(month_dir: Path, root: Path) -> list[Path]:
-    found = []
-    for entry in os.scandir(month_dir):
-        if not entry.name.lower().endswith(".pdf") or entry.name.startswith("."):
-            continue
-        path = Path(entry.path)
-        resolved = path.resolve()
-        if resolved.is_relative_to(root) and stat.S_ISREG(os.stat(resolved).st_mode):
-            found.append(path)
-    return found
-
-
-def find_report(inbox_root: Path, month: str) -> tuple[Path, int]:
-    """The month's report in `<inbox>/<YYYY-MM>/*.pdf`: the newest wins, the rest are superseded.
-
-    Returns the path and how many other reports it supersedes. Symlinks that leave the inbox and
-    anything but regular files are ignored.
-    """
-    root = inbox_root.resolve()
-    month_dir = root / check_month(month)
-    files = _candidates(month_dir, root) if month_dir.is_dir() else []
-    if not files:
-        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
-    files.sort(key=lambda p: (p.stat().st_mtime_ns, p.name))
-    return files[-1], len(files) - 1
 
 
 def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:

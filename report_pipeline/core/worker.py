@@ -18,6 +18,7 @@ from report_pipeline.core.extract import ImageOutcome, Processed, process_image
 from report_pipeline.core.intake import (
     EXTRACTOR_VERSION,
     Limits,
+    RefusedInput,
     inspect_pdf,
     report_id_for,
     revision_for,
@@ -71,6 +72,7 @@ def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
 def stage(
     store: Store, source: Path, source_name: str, month: str, superseded: int,
     settings: WorkerSettings, owner: str, pages_per_task: int = 0, target_units: float = 400.0,
+    expected_hash: str = "",
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.
 
@@ -80,6 +82,10 @@ def stage(
     """
     with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
         path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
+        if expected_hash and digest != expected_hash:
+            raise RefusedInput(
+                "changed", "the report changed after intake; its new bytes get their own run"
+            )
         pages = inspect_pdf(path, settings.limits)
         report_id = report_id_for(source_name, month)
         revision = revision_for(report_id, digest, settings.extractor_version)

@@ -6,12 +6,13 @@ import pytest
 from report_pipeline.core.intake import (
     Limits,
     RefusedInput,
-    find_report,
     inspect_pdf,
     report_id_for,
     revision_for,
     stage_stream,
 )
+from report_pipeline.core.sources import LocalInboxSource
+from report_pipeline.core.submission import pick
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -46,6 +47,12 @@ def test_an_unreadable_source_is_refused_without_its_path(tmp_path):
     with pytest.raises(RefusedInput) as caught:
         stage_stream(tmp_path / "secret-name.pdf", tmp_path, 100)
     assert caught.value.code == "unreadable" and "secret-name" not in str(caught.value)
+
+
+def find_report(root, month):
+    """The month's report as a run picks it without intake: the newest eligible file."""
+    ref, superseded = pick(LocalInboxSource("inbox", root).entries(month), month)
+    return root / ref.rel, superseded
 
 
 def test_a_month_without_a_report_is_refused(tmp_path):

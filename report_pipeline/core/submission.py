@@ -1,0 +1,166 @@
+"""Intake, before any run starts: authorize a reference against the configured sources, apply
+the input limits, compute the idempotency key, and find an earlier run of the same revision.
+
+Shared by `new_report_sensor` and `report-pipeline submit`; Dagster-free (the launcher is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from report_pipeline.core.intake import (
+    RefusedInput,
+    check_month,
+    inspect_pdf,
+    report_id_for,
+    revision_for,
+    stage_stream,
+)
+from report_pipeline.core.sources import Entry, ReportRef, ReportSource, newest
+from report_pipeline.core.workdir import private_workdir
+from report_pipeline.core.worker import WorkerSettings, lease_for
+
+REVISION_TAG = "report_pipeline/revision"
+REPORT_ID_TAG = "report_pipeline/report_id"
+SOURCE_HASH_TAG = "report_pipeline/source_hash"
+SOURCE_TAG = "report_pipeline/source"
+# A run in one of these states is the revision's run: a duplicate launches nothing. A FAILED or
+# CANCELED run is not: `submit` may launch the revision again (the sensor never retries).
+LIVE_OR_DONE = ("SUCCESS", "STARTED", "STARTING", "QUEUED", "NOT_STARTED")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A reference that passed authorization and the input limits."""
+
+    ref: ReportRef
+    month: str
+    report_id: str
+    source_hash: str
+    revision: str  # the idempotency key, hashed: also the sensor's run key
+    size: int
+    pages: int
+
+    def tags(self) -> dict[str, str]:
+        return {
+            REVISION_TAG: self.revision,
+            REPORT_ID_TAG: self.report_id,
+            SOURCE_HASH_TAG: self.source_hash,
+            SOURCE_TAG: self.ref.source,
+        }
+
+    def stage_config(self) -> dict[str, str]:
+        """`stage_report`'s config: exactly this file, and only with these bytes."""
+        return {
+            "source": self.ref.source,
+            "report_key": self.ref.key,
+            "source_hash": self.source_hash,
+        }
+
+
+def authorize(sources: Sequence[ReportSource], reference: str) -> tuple[ReportSource, ReportRef]:
+    if ".." in reference.replace("\\", "/").split("/"):
+        raise RefusedInput("not_authorized", "reference contains '..' (path traversal)")
+    for source in sources:
+        ref = source.authorize(reference)
+        if ref is not None:
+            return source, ref
+    raise RefusedInput("not_authorized", "reference is outside every configured source")
+
+
+def admit(
+    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+) -> Admission:
+    """Stream the report into a private file with the byte cap, then check %PDF, encryption,
+    structure and page count. Nothing is kept: the private directory goes when this returns."""
+    limits = settings.limits
+    with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
+        with source.opened(ref, workdir, limits.max_report_bytes) as path:
+            if path.stat().st_size > limits.max_report_bytes:  # refuse early; never to admit
+                raise RefusedInput(
+                    "too_large", f"report is larger than {limits.max_report_bytes} bytes"
+                )
+            staged, digest, size = stage_stream(path, workdir, limits.max_report_bytes)
+        pages = inspect_pdf(staged, limits)
+    report_id = report_id_for(source.name, month)
+    revision = revision_for(report_id, digest, settings.extractor_version)
+    return Admission(ref, month, report_id, digest, revision, size, pages)
+
+
+def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:
+    """The entry with `key`, or the month's newest, and how many other reports it holds."""
+    if not entries:
+        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
+    chosen = [e for e in entries if e.ref.key == key] if key else [newest(entries)]
+    if not chosen:
+        raise RefusedInput("report_gone", "the report chosen at intake is no longer there")
+    return chosen[0].ref, len(entries) - 1
+
+
+@contextmanager
+def open_for_run(
+    source: ReportSource, month: str, key: str, settings: WorkerSettings, owner: str
+) -> Iterator[tuple[Path, int]]:
+    """Inside a run: the file chosen at intake (`key`), or the month's newest without one,
+    authorized again. Staging then refuses it if its bytes differ from intake's hash."""
+    ref, superseded = pick(source.entries(month), month, key)
+    max_bytes = settings.limits.max_report_bytes
+    lease = lease_for(settings, owner)
+    with (
+        private_workdir(settings.work_root, lease) as workdir,
+        source.opened(ref, workdir, max_bytes) as path,
+    ):
+        yield path, superseded
+
+
+def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
+    """The run id that makes a new launch a duplicate: a successful run first, else a live one."""
+    for status in LIVE_OR_DONE:
+        for run_id, run_status in runs:
+            if run_status == status:
+                return run_id
+    return None
+
+
+class Launcher(Protocol):
+    def runs_tagged(self, key: str, value: str) -> list[tuple[str, str]]:
+        """(run id, status) of every run with this tag."""
+
+    def launch(self, month: str, stage_config: dict[str, str], tags: dict[str, str]) -> str:
+        """Launch the month's run with `stage_report` config and tags; returns the run id."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    status: str  # "launched" or "duplicate"
+    run_id: str
+    admission: Admission
+
+
+def submit(
+    reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
+    is_open: Callable[[str], bool], launcher: Launcher,
+) -> Submitted:  # fmt: skip
+    """The intake API: authorize, limit, dedupe, register the report in its source, launch."""
+    check_month(month)
+    if not is_open(month):
+        raise RefusedInput(
+            "unknown_partition",
+            f"{month} is not a monthly partition yet (a month's partition opens when the month "
+            "ends)",
+        )
+    source, ref = authorize(sources, reference)
+    if ref.month not in (None, month):
+        raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")
+    admission = admit(source, ref, month, settings, "intake/submit")
+    existing = existing_run(launcher.runs_tagged(REVISION_TAG, admission.revision))
+    if existing is not None:
+        return Submitted("duplicate", existing, admission)
+    registered = source.register(ref, month, admission.source_hash, admission.size)
+    admission = replace(admission, ref=registered)
+    run_id = launcher.launch(month, admission.stage_config(), admission.tags())
+    return Submitted("launched", run_id, admission)
