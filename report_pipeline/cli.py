@@ -1,4 +1,5 @@
-"""`report-pipeline preview PDF --out DIR [--json]`: the bounded synchronous path, no Dagster."""
+"""`report-pipeline preview PDF --out DIR`: the bounded synchronous path, no Dagster.
+`report-pipeline submit REF --month YYYY-MM`: the intake API; launches the month's run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,29 @@ from report_pipeline.core.worker import WorkerSettings
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
+# submit: one exit code per refusal class; 0 = launched, or a duplicate (the existing run id).
+SUBMIT_CLASSES = {
+    "authorization": (10, ("not_authorized",)),
+    "reference": (11, ("missing", "not_regular", "changed", "unknown_source")),
+    "month": (12, ("bad_month", "unknown_partition", "month_mismatch")),
+    "size": (13, ("too_large",)),
+    "signature": (14, ("not_pdf",)),
+    "pages": (15, ("too_many_pages", "empty")),
+    "unreadable": (16, ("encrypted", "unopenable", "damaged", "unreadable")),
+}
+EXIT_DAGSTER = 20
+_EXITS = "\n".join(
+    f"  {code}  {name}: {', '.join(codes)}" for name, (code, codes) in SUBMIT_CLASSES.items()
+)
+SUBMIT_EPILOG = f"""exit codes:
+  0   launched (prints the run id), or a duplicate (prints the existing run id)
+{_EXITS}
+  {EXIT_DAGSTER}  the Dagster webserver is unreachable or refused the launch
+  2   usage error
+
+REF is a path inside a configured source (the local inbox: $REPORT_PIPELINE_INBOX or var/inbox)
+or s3://bucket/prefix/... for an S3 source. A file outside the month folder is copied into it.
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", type=Path, required=True, help="folder for the PNGs + manifest")
     preview.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
     preview.add_argument("--max-pages", type=int, default=Limits.max_pages)
+    submit = commands.add_parser(
+        "submit", help="validate a report and launch its month's run", epilog=SUBMIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    submit.add_argument("ref", help="the report: a path in a source, or s3://bucket/key")
+    submit.add_argument("--month", required=True, help="the monthly partition, YYYY-MM")
+    submit.add_argument("--url", default="http://127.0.0.1:3000", help="Dagster webserver")
+    submit.add_argument("--location", default="report_pipeline", help="code location name")
+    submit.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return parser
 
 
@@ -62,10 +95,66 @@ def _preview(args: argparse.Namespace) -> int:
     return 0 if manifest["state"] == "complete" else EXIT_FAILED
 
 
+def _submit(args: argparse.Namespace) -> int:
+    from report_pipeline.core.submission import submit
+    from report_pipeline.definitions import defs
+    from report_pipeline.defs.ops import stage_report_run_config
+    from report_pipeline.defs.partitions import monthly_partitions
+    from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
+
+    resources = defs.resources or {}
+    launcher = GraphQLLauncher(args.url, stage_report_run_config, args.location)
+    try:
+        done = submit(
+            args.ref, args.month, resources["inbox"].report_sources(),
+            resources["settings"].settings(), monthly_partitions.has_partition_key, launcher,
+        )  # fmt: skip
+    except RefusedInput as refused:
+        name, code = _refusal_class(refused.code)
+        _say(args, code, f"refused ({refused.code}): {refused.message}", refusal=refused.code,
+             refusal_class=name)  # fmt: skip
+        return code
+    except DagsterApiError as error:
+        _say(args, EXIT_DAGSTER, str(error), status="error")
+        return EXIT_DAGSTER
+    admission = done.admission
+    details = {
+        "run_id": done.run_id, "report_id": admission.report_id, "month": admission.month,
+        "revision": admission.revision, "source_hash": admission.source_hash,
+        "pages": admission.pages, "bytes": admission.size,
+    }  # fmt: skip
+    if args.json:
+        print(json.dumps({"status": done.status, **details}))
+    else:
+        print(done.run_id)
+        what = "launched" if done.status == "launched" else "duplicate: nothing launched; run is"
+        print(f"report-pipeline: {what} {done.run_id} ({admission.report_id}, revision "
+              f"{admission.revision})", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def _refusal_class(refusal: str) -> tuple[str, int]:
+    for name, (code, codes) in SUBMIT_CLASSES.items():
+        if refusal in codes:
+            return name, code
+    return "reference", SUBMIT_CLASSES["reference"][0]
+
+
+def _say(
+    args: argparse.Namespace, code: int, message: str, status: str = "refused", **fields: str
+) -> None:
+    if args.json:
+        print(json.dumps({"status": status, "exit_code": code, "message": message, **fields}))
+    else:
+        print(f"report-pipeline: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "preview":
         return _preview(args)
+    if args.command == "submit":
+        return _submit(args)
     return 2
 
 

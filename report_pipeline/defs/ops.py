@@ -1,15 +1,31 @@
 """The ops of `report_manifest`: thin adapters from Dagster to the core worker functions."""
 
 import dagster as dg
+from pydantic import Field
 
 from report_pipeline.core import archive as core_archive
 from report_pipeline.core import worker
 from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
+from report_pipeline.core.submission import open_for_run
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+
+
+class StageReportConfig(dg.Config):
+    """Which report a run stages. Left empty (UI launches, backfills): the primary inbox's
+    newest report for the month. Intake (sensor, `submit`) fills all three."""
+
+    source: str = Field("", description="the source's name; empty: the primary inbox")
+    report_key: str = Field("", description="opaque key of the file chosen at intake")
+    source_hash: str = Field("", description="sha256 validated at intake; other bytes refused")
+
+
+def stage_report_run_config(stage_config: dict[str, str]) -> dict:
+    """Run config that gives `stage_report` (inside the graph asset) its config."""
+    return {"ops": {"report_manifest": {"ops": {"stage_report": {"config": stage_config}}}}}
 
 
 @dg.op(
@@ -18,13 +34,15 @@ from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerR
 )
 def stage_report(
     context: dg.OpExecutionContext,
+    config: StageReportConfig,
     inbox: InboxResource,
     store: StoreResource,
     settings: WorkerResource,
 ):
-    """Find the month's report, stream it into the private store with a byte cap, check the
-    %PDF signature, page count and encryption, compute the idempotency key, and fan out: one
-    child task per page group (mapping key page_0001 or pages_0001_0070)."""
+    """Read the report chosen at intake (or the month's newest), authorized again, stream it
+    into the private store with a byte cap, check the %PDF signature, page count and encryption,
+    compute the idempotency key, and fan out: one child task per page group (mapping key
+    page_0001 or pages_0001_0070)."""
     month = context.partition_key
 
     def work() -> tuple[StagedReport, list[PageTask]]:
@@ -34,11 +52,16 @@ def stage_report(
                 f"{month} is not a monthly partition yet (a month's partition opens when the "
                 "month ends)",
             )
-        source, superseded = inbox.find(month)
-        return worker.stage(
-            store.get_store(), source, inbox.name, month, superseded, settings.settings(),
-            owner(context), settings.pages_per_task, settings.target_task_units,
-        )  # fmt: skip
+        source, worker_settings = inbox.source(config.source), settings.settings()
+        with open_for_run(source, month, config.report_key, worker_settings, owner(context)) as (
+            path,
+            superseded,
+        ):
+            return worker.stage(
+                store.get_store(), path, source.name, month, superseded, worker_settings,
+                owner(context), settings.pages_per_task, settings.target_task_units,
+                expected_hash=config.source_hash,
+            )  # fmt: skip
 
     staged, tasks = guarded(context, work)
     if staged.reused:

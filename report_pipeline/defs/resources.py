@@ -11,8 +11,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.intake import Limits, find_report
+from report_pipeline.core.intake import Limits, RefusedInput
 from report_pipeline.core.retention import RetentionPolicy
+from report_pipeline.core.s3_source import S3PrefixSource
+from report_pipeline.core.sources import LocalInboxSource, ReportSource
 from report_pipeline.core.storage import LocalStore, Store
 from report_pipeline.core.worker import WorkerSettings
 
@@ -21,14 +23,44 @@ def _setting(value: str, env: str, default: str) -> Path:
     return Path(value or os.environ.get(env) or default)
 
 
+class SourceSpec(dg.Config):
+    """One more report source: a local directory (`root`) or an S3 bucket/prefix (`bucket`)."""
+
+    name: str  # the source's slug; part of its report ids
+    root: str = ""
+    bucket: str = ""
+    prefix: str = ""
+    endpoint_url: str = ""  # S3-compatible endpoints (MinIO, a test server); empty: AWS
+
+
 class InboxResource(dg.ConfigurableResource):
-    """A local inbox: the report for month M is `<root>/<YYYY-MM>/*.pdf`."""
+    """The report sources: each holds `<YYYY-MM>/*.pdf`. The embedded default is one local
+    inbox named `inbox`; `extra_sources` adds local folders or S3 bucket/prefixes. The sensor
+    watches them all; a run reads the source its intake chose (or this primary inbox)."""
 
     root: str = ""  # default: $REPORT_PIPELINE_INBOX or var/inbox
     name: str = "inbox"  # the source's slug; part of every report id
+    extra_sources: list[SourceSpec] = []
+    settle_seconds: int = 2  # a file changed more recently than this is still arriving
 
-    def find(self, month: str) -> tuple[Path, int]:
-        return find_report(_setting(self.root, "REPORT_PIPELINE_INBOX", "var/inbox"), month)
+    def report_sources(self) -> list[ReportSource]:
+        primary = LocalInboxSource(
+            self.name, _setting(self.root, "REPORT_PIPELINE_INBOX", "var/inbox")
+        )
+        return [primary, *(_build(spec) for spec in self.extra_sources)]
+
+    def source(self, name: str = "") -> ReportSource:
+        """The named source ("" = the primary inbox)."""
+        for source in self.report_sources():
+            if source.name == (name or self.name):
+                return source
+        raise RefusedInput("unknown_source", "the source chosen at intake is not configured")
+
+
+def _build(spec: SourceSpec) -> ReportSource:
+    if spec.bucket:
+        return S3PrefixSource(spec.name, spec.bucket, spec.prefix, spec.endpoint_url)
+    return LocalInboxSource(spec.name, spec.root)
 
 
 class StoreResource(dg.ConfigurableResource):

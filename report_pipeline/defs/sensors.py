@@ -1,0 +1,111 @@
+"""`new_report_sensor`: every configured source, watched; one run per new report revision."""
+
+from __future__ import annotations
+
+import time
+
+import dagster as dg
+
+from report_pipeline.core import watch
+from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.submission import REVISION_TAG, admit
+from report_pipeline.core.worker import WorkerSettings
+from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.partitions import monthly_partitions
+from report_pipeline.defs.resources import InboxResource, WorkerResource
+
+MINIMUM_INTERVAL_SECONDS = 30
+# Reports read (streamed, hashed, checked) per tick: keeps a tick of a large backlog well inside
+# Dagster's sensor timeout (60 s); the rest are read on the following ticks.
+MAX_READS_PER_TICK = 10
+
+
+def _consider(
+    context: dg.SensorEvaluationContext, change: watch.Change, cursor: watch.Cursor,
+    settings: WorkerSettings,
+) -> dg.RunRequest | str:  # fmt: skip
+    """A run request for the month's new report, or why there is none."""
+    where = f"{change.source.name} {change.month}"
+    try:
+        admission = admit(change.source, change.entry.ref, change.month, settings, "intake/sensor")
+    except RefusedInput as refused:
+        watch.record(cursor, change, refused=refused.code)
+        context.log.warning(f"{where}: refused ({refused.code}): {refused.message}")
+        return f"{where}: refused ({refused.code}): {refused.message}"
+    if not watch.record(cursor, change, source_hash=admission.source_hash):
+        return f"{where}: same bytes as revision {admission.revision}; nothing new"
+    runs = context.instance.get_runs(
+        filters=dg.RunsFilter(tags={REVISION_TAG: admission.revision}), limit=1
+    )
+    if runs:
+        return f"{where}: revision {admission.revision} already has run {runs[0].run_id}"
+    context.log.info(f"{where}: new revision {admission.revision} ({admission.pages} pages)")
+    return dg.RunRequest(
+        run_key=admission.revision,
+        partition_key=change.month,
+        run_config=stage_report_run_config(admission.stage_config()),
+        tags=admission.tags(),
+    )
+
+
+def _changes(
+    inbox: InboxResource, cursor: watch.Cursor, now: int, sweep: bool, notes: list[str]
+) -> list[watch.Change]:
+    settle_ns = inbox.settle_seconds * 1_000_000_000
+    return [
+        change
+        for source in inbox.report_sources()
+        for change in watch.changed_heads(
+            source, cursor, now, settle_ns, sweep, monthly_partitions.has_partition_key, notes
+        )
+    ]
+
+
+def build_new_report_sensor(
+    minimum_interval_seconds: int = MINIMUM_INTERVAL_SECONDS,
+) -> dg.SensorDefinition:
+    """The sensor, with another interval for tests that drive a real daemon."""
+
+    def new_report_sensor(
+        context: dg.SensorEvaluationContext, inbox: InboxResource, settings: WorkerResource
+    ) -> dg.SensorResult:
+        """Watches every configured report source. A new or changed report in a month folder
+        is authorized and checked against the input limits (bytes, %PDF, pages, encryption)
+        before anything runs, then requested as that month's partition with the revision as
+        run key. Identical bytes, under any name, start nothing; refusals are reported on the
+        tick. The cursor remembers each month folder, so a quiet tick reads no report."""
+        cursor, now = watch.Cursor.loads(context.cursor), time.time_ns()
+        sweep = cursor.sweep_due(now)
+        notes: list[str] = []
+        requests: list[dg.RunRequest] = []
+        changes = _changes(inbox, cursor, now, sweep, notes)
+        for change in changes[:MAX_READS_PER_TICK]:
+            outcome = _consider(context, change, cursor, settings.settings())
+            if isinstance(outcome, dg.RunRequest):
+                requests.append(outcome)
+            else:
+                notes.append(outcome)
+        for change in changes[MAX_READS_PER_TICK:]:
+            watch.defer(cursor, change)
+        if len(changes) > MAX_READS_PER_TICK:
+            waiting = f"{len(changes) - MAX_READS_PER_TICK} more report(s) wait for the next tick"
+            context.log.info(waiting)
+            notes.append(waiting)
+        if sweep:
+            cursor.swept_ns = now
+        if requests:
+            return dg.SensorResult(run_requests=requests, cursor=cursor.dumps())
+        reason = "; ".join(notes) or "no new or changed reports"
+        return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=cursor.dumps())
+
+    return dg.sensor(
+        name="new_report_sensor",
+        job=extract_report_job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=" ".join((new_report_sensor.__doc__ or "").split()),
+    )(new_report_sensor)
+
+
+new_report_sensor = build_new_report_sensor()
