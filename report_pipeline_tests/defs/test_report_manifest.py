@@ -1,5 +1,3 @@
-import re
-
 import pytest
 
 from report_pipeline.defs.resources import WorkerResource

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from report_pipeline.core.sources import LocalInboxSource
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline_tests.conftest import fixture_pdf
+
+PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+@pytest.fixture
+def resources(tmp_path: Path) -> dict:
+    return {
+        "inbox": InboxResource(root=str(tmp_path / "inbox"), settle_seconds=0),
+        "store": StoreResource(root=str(tmp_path / "store")),
+        "settings": WorkerResource(work_root=str(tmp_path / "work")),
+    }
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> LocalInboxSource:
+    return LocalInboxSource("inbox", tmp_path / "inbox")
+
+
+@pytest.fixture
+def drop(tmp_path: Path) -> Callable[..., Path]:
+    """Put a fixture into `<tmp>/inbox/<folder>/<name>` with a given age (mtime offset)."""
+
+    def put(fixture: str, folder: str = "2026-10", name: str = "", age: int = 0) -> Path:
+        target = tmp_path / "inbox" / folder / (name or fixture)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fixture_pdf(fixture), target)
+        os.utime(target, (PAST - age, PAST - age))
+        return target
+
+    return put
+
+
+def files_under(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []

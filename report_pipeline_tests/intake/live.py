@@ -1,0 +1,150 @@
+"""A real `dagster dev` (webserver + daemon) on loopback, in a temporary DAGSTER_HOME, with the
+inbox, store and work roots in temporary folders; and the GraphQL calls the tests make."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SENSOR = {
+    "repositoryLocationName": "report_pipeline",
+    "repositoryName": "__repository__",
+    "sensorName": "new_report_sensor",
+}
+T = TypeVar("T")
+
+
+@dataclass
+class LiveDagster:
+    url: str
+    root: Path
+    start_daemon: Callable[[], None]
+    backfill_id: str = ""
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "REPORT_PIPELINE_INBOX": str(self.root / "inbox"),
+            "REPORT_PIPELINE_STORE": str(self.root / "store"),
+            "REPORT_PIPELINE_WORK": str(self.root / "work"),
+        }
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = json.loads(response.read())
+        assert "errors" not in payload, payload["errors"]
+        return payload["data"]
+
+    def runs(self, tags: dict[str, str]) -> list[dict]:
+        """Every run with these tags: id, status and tags as a dict."""
+        query = """query($f: RunsFilter) { runsOrError(filter: $f) { ... on Runs {
+            results { runId status tags { key value } } } } }"""
+        wanted = [{"key": k, "value": v} for k, v in tags.items()]
+        results = self.graphql(query, {"f": {"tags": wanted}})["runsOrError"]["results"]
+        return [
+            {
+                "id": r["runId"],
+                "status": r["status"],
+                "tags": {t["key"]: t["value"] for t in r["tags"]},
+            }
+            for r in results
+        ]
+
+    def sensor(self, fields: str) -> dict:
+        query = f"""query($s: SensorSelector!) {{ sensorOrError(sensorSelector: $s) {{
+            ... on Sensor {{ {fields} }} }} }}"""
+        return self.graphql(query, {"s": SENSOR})["sensorOrError"]
+
+    def skip_reasons(self) -> list[str]:
+        ticks = self.sensor("sensorState { ticks(limit: 50) { skipReason } }")
+        return [t["skipReason"] or "" for t in ticks["sensorState"]["ticks"]]
+
+
+def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _prepare(root: Path) -> Path:
+    home = root / "home"
+    home.mkdir(parents=True)
+    config = (REPO / "dagster_home" / "dagster.yaml").read_text()
+    # The committed instance, with the run queue checked every second instead of every five.
+    (home / "dagster.yaml").write_text(config + "\nrun_queue:\n  dequeue_interval_seconds: 1\n")
+    workspace = root / "workspace.yaml"
+    location = {
+        "module_name": "report_pipeline_tests.intake.live_definitions",
+        "location_name": "report_pipeline",
+        "working_directory": str(REPO),
+    }
+    workspace.write_text(json.dumps({"load_from": [{"python_module": location}]}))
+    for folder in ["inbox", "store", "work"]:
+        (root / folder).mkdir(exist_ok=True)
+    return workspace
+
+
+@contextmanager
+def running_dagster(root: Path) -> Iterator[LiveDagster]:
+    """`dagster-webserver` now and `dagster-daemon` when asked (what `dagster dev` runs), each
+    in its own process group on loopback; both always killed, with every run they started."""
+    workspace, port, processes = _prepare(root), free_port(), []
+    live = LiveDagster(f"http://127.0.0.1:{port}", root, lambda: None)
+    env = {**os.environ, **live.env, "DAGSTER_HOME": str(root / "home")}
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        with open(root / f"{name}.log", "wb") as log:
+            processes.append(subprocess.Popen(
+                [str(BIN / name), *args, "-w", str(workspace)], cwd=REPO, env=env,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            ))  # fmt: skip
+        return processes[-1]
+
+    def start_daemon() -> None:
+        start("dagster-daemon", "run")
+
+    live.start_daemon = start_daemon
+    try:
+        webserver = start("dagster-webserver", "-p", str(port), "-h", "127.0.0.1")
+        wait_for(lambda: _serving(live.url) or webserver.poll() is not None, "webserver", 90)
+        assert webserver.poll() is None, (root / "dagster-webserver.log").read_text()[-3000:]
+        yield live
+    finally:
+        for process in processes:
+            os.killpg(process.pid, signal.SIGKILL)  # the group: code servers and runs too
+            process.wait(timeout=30)
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False

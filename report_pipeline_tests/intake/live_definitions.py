@@ -1,0 +1,23 @@
+"""The project's definitions with a 1-second sensor interval, for tests that run a real daemon
+(the daemon's own loop still ticks every ~5 s). Everything else is the project's, unchanged."""
+
+import dagster as dg
+
+from report_pipeline import definitions
+from report_pipeline.defs.sensors import build_new_report_sensor
+
+
+def _with_fast_sensor(project: dg.Definitions) -> dg.Definitions:
+    fast = build_new_report_sensor(minimum_interval_seconds=1)
+    return dg.Definitions(
+        assets=project.assets,
+        asset_checks=project.asset_checks,
+        jobs=project.jobs,
+        schedules=project.schedules,
+        sensors=[fast if s.name == fast.name else s for s in project.sensors or []],
+        resources=project.resources,
+        executor=project.executor,
+    )
+
+
+defs = _with_fast_sensor(definitions.defs)

@@ -1,0 +1,139 @@
+"""Gate 1 through the real path: a real webserver and daemon (`dagster dev`), the real sensor
+loop, `report-pipeline submit` over GraphQL, and runs in their own processes. The same report
+submitted twice, by the sensor and by `submit` in either order, makes one run, one manifest and
+one set of objects. A backfill launched through GraphQL, as the UI does, completes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from report_pipeline.cli import main
+from report_pipeline.core.submission import REPORT_ID_TAG, REVISION_TAG
+from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.intake.live import SENSOR, LiveDagster, running_dagster, wait_for
+
+BACKFILL = ["2026-05", "2026-06", "2026-07"]
+
+
+def place(root: Path, fixture: str, folder: str, name: str) -> Path:
+    target = root / "inbox" / folder / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(fixture_pdf(fixture), target))
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> Iterator[LiveDagster]:
+    """The webserver; then, as a person would in the UI, the sensor switched off and a backfill
+    of three months launched; then the daemon. Its first loop submits the backfill's runs; once
+    they succeed the months' files go and the sensor is switched back on for the gate tests."""
+    root = tmp_path_factory.mktemp("live")
+    with running_dagster(root) as server:
+        state = server.sensor("sensorState { id }")["sensorState"]["id"]
+        server.graphql(
+            "mutation($id: String) { stopSensor(id: $id) { __typename } }", {"id": state}
+        )
+        for month in BACKFILL:
+            place(root, "no_images.pdf", month, "report.pdf")
+        server.backfill_id = launch_backfill(server, BACKFILL)
+        server.start_daemon()
+        backfill = {"dagster/backfill": server.backfill_id}
+        wait_for(lambda: len(finished(server, backfill)) == 3, "the backfill's runs", 75)
+        for month in BACKFILL:
+            shutil.rmtree(root / "inbox" / month)
+        start = "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }"
+        server.graphql(start, {"s": SENSOR})
+        yield server
+
+
+def launch_backfill(live: LiveDagster, months: list[str]) -> str:
+    """The mutation the UI sends for Materialize → partitions → Launch backfill."""
+    launched = live.graphql(
+        """mutation($p: [String!]) { launchPartitionBackfill(backfillParams: {
+            assetSelection: [{path: ["report_manifest"]}], partitionNames: $p}) {
+            __typename ... on LaunchBackfillSuccess { backfillId } } }""",
+        {"p": months},
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
+
+
+@pytest.fixture
+def cli_env(live, monkeypatch) -> None:
+    for name, value in live.env.items():
+        monkeypatch.setenv(name, value)
+
+
+def submit(live: LiveDagster, ref: Path, month: str, capsys) -> dict:
+    assert main(["submit", str(ref), "--month", month, "--url", live.url, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def finished(live: LiveDagster, tags: dict[str, str]) -> list[dict]:
+    runs = live.runs(tags)
+    assert all(r["status"] not in ("FAILURE", "CANCELED") for r in runs), runs
+    return runs if runs and all(r["status"] == "SUCCESS" for r in runs) else []
+
+
+def archive_of(live: LiveDagster, report_id: str) -> tuple[list[Path], list[Path]]:
+    base = live.root / "store" / "archive" / report_id
+    return sorted(base.glob("*/manifest.json")), sorted(base.glob("*/images/*.png"))
+
+
+def test_sensor_first_then_submit_makes_one_run_one_manifest_one_set_of_objects(
+    live, cli_env, capsys
+):
+    place(live.root, "repeated_image.pdf", "2026-08", "August report.pdf")
+    report_id = {REPORT_ID_TAG: "inbox-2026-08"}
+    (run,) = wait_for(lambda: finished(live, report_id), "the sensor's run for 2026-08", 60)
+    assert run["tags"]["dagster/sensor_name"] == "new_report_sensor"
+    answer = submit(live, live.root / "inbox" / "2026-08" / "August report.pdf", "2026-08", capsys)
+    assert (answer["status"], answer["run_id"]) == ("duplicate", run["id"])
+    assert answer["revision"] == run["tags"][REVISION_TAG] == run["tags"]["dagster/run_key"]
+    assert len(live.runs({REVISION_TAG: answer["revision"]})) == 1
+    manifests, images = archive_of(live, "inbox-2026-08")
+    assert len(manifests) == 1 and len(images) == 2  # repeated_image.pdf: 2 distinct images
+    manifest = json.loads(manifests[0].read_text())
+    assert manifest["state"] == "complete" and manifest["source_hash"] == answer["source_hash"]
+
+
+def test_submit_first_then_the_sensor_makes_one_run_and_identical_bytes_start_nothing(
+    live, cli_env, capsys
+):
+    upload = place(live.root, "truncated_jpeg.pdf", "uploads", "Q3 draft.pdf")
+    answer = submit(live, upload, "2026-09", capsys)
+    assert answer["status"] == "launched" and answer["report_id"] == "inbox-2026-09"
+    revision = {REVISION_TAG: answer["revision"]}
+    (run,) = wait_for(lambda: finished(live, revision), "the submitted run", 60)
+    assert run["id"] == answer["run_id"] and "dagster/sensor_name" not in run["tags"]
+    seen = f"inbox 2026-09: revision {answer['revision']} already has run {answer['run_id']}"
+    wait_for(lambda: seen in live.skip_reasons(), "the sensor to find the registered report")
+    place(live.root, "truncated_jpeg.pdf", "2026-09", "same bytes, new name.pdf")
+    wait_for(lambda: any("2026-09: same bytes" in r for r in live.skip_reasons()), "a sensor tick")
+    assert submit(live, upload, "2026-09", capsys)["run_id"] == answer["run_id"]
+    assert live.runs({REPORT_ID_TAG: "inbox-2026-09"}) == [run]
+    manifests, images = archive_of(live, "inbox-2026-09")
+    assert len(manifests) == 1 and len(images) == 1  # truncated_jpeg.pdf: 1 valid image
+
+
+def test_a_backfill_of_three_months_launched_through_graphql_completes(live):
+    """Launched by the fixture before the daemon started; the daemon marks it complete on its
+    next backfill loop (every 30 s), which the gate tests above usually outlast."""
+    query = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
+        ... on PartitionBackfill { status } } }"""
+
+    def status() -> str:
+        found = live.graphql(query, {"id": live.backfill_id})["partitionBackfillOrError"]
+        return found["status"] if found["status"] != "REQUESTED" else ""
+
+    assert wait_for(status, "the backfill to complete", 45) == "COMPLETED_SUCCESS"
+    runs = live.runs({"dagster/backfill": live.backfill_id})
+    assert sorted(r["tags"]["dagster/partition"] for r in runs) == BACKFILL
+    assert {r["status"] for r in runs} == {"SUCCESS"}
+    for month in BACKFILL:
+        manifests, _ = archive_of(live, f"inbox-{month}")
+        assert len(manifests) == 1 and json.loads(manifests[0].read_text())["state"] == "complete"
