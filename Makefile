@@ -34,5 +34,7 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## ratios: Dagster run vs plain loop vs pdfimages
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios, janitor scaling, sensor ticks
 	$(UV) run python -m bench.run
+	$(UV) run python -m bench.janitor
+	$(UV) run python -m bench.intake_sensor
