@@ -71,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     value = result.output_for_node("report_manifest")
     store = LocalStore(os.environ.get("REPORT_PIPELINE_STORE") or "var/store")
     manifest = loads(store.get_bytes(value["manifest_key"], 1 << 26))
+    (event,) = result.get_asset_materialization_events()
+    reused = event.materialization.metadata["reused_existing_manifest"].value
     print(f"Dagster run {result.run_id} succeeded.")
+    if reused:
+        print("The report is unchanged since the last run: nothing was extracted or written.")
     print(summary(manifest, store.root / value["manifest_key"]))
     return 0
 
