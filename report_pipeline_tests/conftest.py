@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from report_pipeline.core.pipeline import run_report
@@ -49,3 +50,10 @@ def inbox(tmp_path: Path) -> Callable[[str, str], Path]:
         return Path(shutil.copyfile(fixture_pdf(name), folder / (as_name or name)))
 
     return drop
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
+    with dg.instance_for_test() as test_instance:
+        yield test_instance

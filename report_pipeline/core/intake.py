@@ -10,6 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pymupdf
 
@@ -68,19 +69,27 @@ def revision_for(report_id: str, source_hash: str, extractor_version: str) -> st
 def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
     """Copy `source` into a private file, hashing as it goes and never past `max_bytes`."""
     dest = private_file(workdir, ".pdf")
-    digest, size = hashlib.sha256(), 0
+    digest = hashlib.sha256()
     try:
         src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
     except OSError as exc:
         raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
     with src, open(dest, "wb") as out:
-        while chunk := src.read(_CHUNK):
-            size += len(chunk)
-            if size > max_bytes:
-                raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
-            digest.update(chunk)
-            out.write(chunk)
+        size = copy_capped(src, out, max_bytes, digest)
     return dest, digest.hexdigest(), size
+
+
+def copy_capped(src: BinaryIO, out: BinaryIO, max_bytes: int, digest=None) -> int:
+    """Copy in 1 MiB pieces, counting: refuse past `max_bytes` whatever length was declared."""
+    size = 0
+    while chunk := src.read(_CHUNK):
+        size += len(chunk)
+        if size > max_bytes:
+            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+        if digest is not None:
+            digest.update(chunk)
+        out.write(chunk)
+    return size
 
 
 def inspect_pdf(path: Path, limits: Limits) -> int:

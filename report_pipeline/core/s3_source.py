@@ -12,11 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core.intake import RefusedInput, check_month
+from report_pipeline.core.intake import RefusedInput, check_month, copy_capped
 from report_pipeline.core.sources import Entry, ReportRef, eligible, is_month, registered_name
 from report_pipeline.core.workdir import private_file
-
-_CHUNK = 1 << 20
 
 
 class S3PrefixSource:
@@ -128,11 +126,6 @@ def _status(exc: Exception) -> int | None:
 
 
 def _download(body: Any, dest: Path, max_bytes: int) -> Path:
-    copied = 0
     with body, open(dest, "wb") as out:
-        while chunk := body.read(_CHUNK):
-            copied += len(chunk)
-            if copied > max_bytes:
-                raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
-            out.write(chunk)
+        copy_capped(body, out, max_bytes)
     return dest

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -8,13 +8,6 @@ import pytest
 
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
-    with dg.instance_for_test() as test_instance:
-        yield test_instance
 
 
 @pytest.fixture

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from report_pipeline.core.sources import LocalInboxSource
@@ -13,13 +12,6 @@ from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerR
 from report_pipeline_tests.conftest import fixture_pdf
 
 PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
-    with dg.instance_for_test() as test_instance:
-        yield test_instance
 
 
 @pytest.fixture
