@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -59,10 +59,7 @@ def work_material_deleted_by_deadline(
         overdue.add(f"workdir {workdir.name}", deadline, janitor.dir_size(workdir)[0])
     passed = not overdue.items
     text = "no working material past its deadline" if passed else "working material is overdue"
-    return CheckOutcome(
-        "work_material_deleted_by_deadline", passed, text,
-        {**overdue.metadata(), **audit.lag_summary(store, now)},
-    )  # fmt: skip
+    return CheckOutcome("work_material_deleted_by_deadline", passed, text, overdue.metadata())
 
 
 def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> CheckOutcome:
@@ -75,10 +72,7 @@ def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> C
             overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in kept))
     passed = not overdue.items
     text = "no archived revision past its deadline" if passed else "archived data is overdue"
-    return CheckOutcome(
-        "archive_within_retention", passed, text,
-        {**overdue.metadata(), **audit.lag_summary(store, now)},
-    )  # fmt: skip
+    return CheckOutcome("archive_within_retention", passed, text, overdue.metadata())
 
 
 def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
@@ -114,14 +108,19 @@ def manifest_complete(
         if deadline is not None and deadline > now:
             continue  # still in progress
         counts = document["counts"] if document else {"expected": None, "accounted": None}
-        problems.append((revision, counts["expected"], counts["accounted"]))
+        size = sum(o.size for o in store.list(prefix))
+        problems.append((revision, counts["expected"], counts["accounted"], size, deadline))
+    oldest = min(problems, key=lambda p: p[4] or now, default=None)
     return CheckOutcome(
         "manifest_complete", not problems,
         "every revision accounts for all its images" if not problems
         else "some revisions do not account for every image",
         {"revisions_checked": checked, "incomplete_revisions": len(problems),
+         "incomplete_bytes": sum(p[3] for p in problems),
          "first_incomplete": problems[0][0] if problems else "",
-         "first_incomplete_expected_accounted": str(problems[0][1:]) if problems else ""},
+         "first_incomplete_expected_accounted": str(problems[0][1:3]) if problems else "",
+         "oldest_overdue_item": f"revision {oldest[0]}" if oldest else "",
+         "oldest_overdue_deadline": iso(oldest[4]) if oldest and oldest[4] else ""},
     )  # fmt: skip
 
 
@@ -184,11 +183,14 @@ def audit_all(
     store: Store, work_root: Path, now: datetime, policy: RetentionPolicy,
     grace: timedelta = DEFAULT_GRACE, month: str | None = None,
 ) -> list[CheckOutcome]:  # fmt: skip
-    """All four checks. `month` limits the two per-revision checks to that month's reports (the
-    overdue checks only ever open what is due, so they always cover everything)."""
-    return [
+    """All four checks, each with the cleanup lag (p50/p95, read once from the audit stream).
+    `month` limits the two per-revision checks to that month's reports (the overdue checks only
+    ever open what is due, so they always cover everything)."""
+    lag = audit.lag_summary(store, now)
+    outcomes = [
         work_material_deleted_by_deadline(store, work_root, now, policy, grace),
         archive_within_retention(store, now, grace),
         manifest_complete(store, now, policy, month),
         archive_matches_manifest(store, now, policy, month),
     ]
+    return [replace(o, metadata={**o.metadata, **lag}) for o in outcomes]

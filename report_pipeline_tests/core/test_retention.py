@@ -131,3 +131,15 @@ def test_audit_events_carry_no_bytes_or_paths(run_fixture, store, settings, tmp_
     assert set(event) == {"kind", "item", "report_id", "revision", "deadline", "deleted_at",
                           "lag_seconds", "bytes", "objects"}  # fmt: skip
     assert str(tmp_path) not in json.dumps(event)
+
+
+def test_every_check_reports_counts_bytes_an_oldest_item_and_cleanup_lag(
+    run_fixture, store, settings
+):
+    run_fixture("truncated_jpeg.pdf")
+    for outcome in checks(store, settings, utc_now()).values():
+        keys = set(outcome.metadata)
+        assert {"cleanup_lag_p50_seconds", "cleanup_lag_p95_seconds", "deletions_audited"} <= keys
+        assert any("bytes" in k for k in keys), outcome.name
+        assert any(k.startswith(("oldest_overdue", "first_")) for k in keys), outcome.name
+        assert outcome.metadata["deletions_audited"] == 1  # publishing deleted the staged source
