@@ -77,7 +77,7 @@ class LiveDagster:
         return [t["skipReason"] or "" for t in ticks["sensorState"]["ticks"]]
 
 
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 180.0) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = probe()
@@ -133,7 +133,7 @@ def running_dagster(root: Path) -> Iterator[LiveDagster]:
     live.start_daemon = start_daemon
     try:
         webserver = start("dagster-webserver", "-p", str(port), "-h", "127.0.0.1")
-        wait_for(lambda: _serving(live.url) or webserver.poll() is not None, "webserver", 90)
+        wait_for(lambda: _serving(live.url) or webserver.poll() is not None, "webserver", 180)
         assert webserver.poll() is None, (root / "dagster-webserver.log").read_text()[-3000:]
         yield live
     finally:
