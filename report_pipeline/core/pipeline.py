@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,9 @@ def preview(source: Path, out_dir: Path, settings: WorkerSettings) -> dict[str, 
     month = utc_now().strftime("%Y-%m")
     private_root(settings.work_root)
     with tempfile.TemporaryDirectory(dir=settings.work_root, prefix="preview-") as scratch:
-        store = LocalStore(scratch)
-        manifest = run_report(store, source, settings, "preview", month)
+        store = LocalStore(Path(scratch) / "store")
+        scratch_settings = replace(settings, work_root=Path(scratch) / "work")
+        manifest = run_report(store, source, scratch_settings, "preview", month)
         private_root(out_dir)
         for child in manifest["children"]:
             if child["object_key"] and child["state"] == "archived":
