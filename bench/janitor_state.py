@@ -161,7 +161,7 @@ def check_first(state: State, sweep: JanitorPass) -> None:
         raise BenchError("a workdir that is not due was touched")
     for ref in state.due_revisions:
         keys = [o.key for o in state.store.list(ref.archive_prefix)]
-        document = mf.loads(state.store.get_bytes(ref.manifest_key, 1 << 26))
+        document = mf.read(state.store, ref.manifest_key)
         if keys != [ref.manifest_key] or document["state"] != "expired":
             raise BenchError(f"revision {ref.revision} did not expire into a tombstone")
     for ref in state.kept_revisions:

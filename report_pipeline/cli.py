@@ -7,10 +7,10 @@ import argparse
 import json
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 from report_pipeline.core.intake import Limits, RefusedInput
+from report_pipeline.core.manifest import quarantine_reasons
 from report_pipeline.core.worker import WorkerSettings
 
 EXIT_REFUSED = 3
@@ -62,9 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(manifest: dict) -> str:
     counts = manifest["counts"]
-    reasons = Counter(
-        c["quarantine_reason"] for c in manifest["children"] if c["state"] != "archived"
-    )
+    reasons = quarantine_reasons(manifest)
     lines = [
         f"{manifest['state']}: {counts['pages']} pages, {counts['expected']} image occurrences",
         f"  archived {counts['archived']} ({counts['distinct_images']} distinct PNGs, "

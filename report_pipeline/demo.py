@@ -10,12 +10,11 @@ import argparse
 import os
 import shutil
 import sys
-from collections import Counter
 from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.manifest import loads
+from report_pipeline.core.manifest import quarantine_reasons, read
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.definitions import defs
 
@@ -34,9 +33,7 @@ def place_sample(month: str) -> None:
 
 def summary(manifest: dict, location: Path) -> str:
     counts = manifest["counts"]
-    reasons = Counter(
-        c["quarantine_reason"] for c in manifest["children"] if c["state"] == "quarantined"
-    )
+    reasons = quarantine_reasons(manifest)
     lines = [
         f"report {manifest['report_id']}  revision {manifest['parent_revision']}  "
         f"state {manifest['state']}",
@@ -70,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     value = result.output_for_node("report_manifest")
     store = LocalStore(os.environ.get("REPORT_PIPELINE_STORE") or "var/store")
-    manifest = loads(store.get_bytes(value["manifest_key"], 1 << 26))
+    manifest = read(store, value["manifest_key"])
     (event,) = result.get_asset_materialization_events()
     reused = event.materialization.metadata["reused_existing_manifest"].value
     print(f"Dagster run {result.run_id} succeeded.")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from report_pipeline.core import audit, deadlines
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.audit import Deletion
 from report_pipeline.core.messages import (
     ArchivedTask,
     ExtractedTask,
@@ -74,9 +72,7 @@ def archive(
     for outcome in outcomes:
         destination = _destination(extracted, outcome)
         if destination and destination not in placed:
-            if not store.exists(destination):
-                new_objects += 1
-            store.promote(outcome["work_key"], destination)
+            new_objects += store.promote(outcome["work_key"], destination)
             placed.add(destination)
         children.append(_child(outcome, task.queued_at, attempt, destination))
     children_key = f"{task.ref.archive_prefix}/children/{task.task_key}.json"
@@ -120,27 +116,15 @@ def publish(
         archive_by = parse_iso(document["deadlines"]["archive_delete_by"])
         deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
         work_by = parse_iso(document["deadlines"]["work_delete_by"])
-        delete_working_material(store, ref.report_id, ref.revision, work_by, now)
+        material = working_objects(store, ref.report_id, ref.revision)
+        audit.delete_audited(
+            store, "working_material", ref.report_id, ref.revision, work_by, now, material
+        )
     return document, False
 
 
-def delete_working_material(
-    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
-) -> Deletion | None:
-    """Delete a revision's staged source and work objects; audit it if anything was there."""
-    found = [o for o in [_info(store, staged_key(report_id, revision))] if o]
-    found += list(store.list(work_prefix(revision)))
-    for item in found:
-        store.delete(item.key)
-    if not found:
-        return None
-    size = sum(o.size for o in found)
-    event = audit.deletion(
-        "working_material", revision, report_id, revision, deadline, now, size, len(found)
-    )
-    audit.record(store, event)
-    return event
-
-
-def _info(store: Store, key: str) -> ObjectInfo | None:
-    return ObjectInfo(key, store.size(key)) if store.exists(key) else None
+def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
+    """A revision's staged source and work objects, as they are in the store now."""
+    staged = staged_key(report_id, revision)
+    found = [ObjectInfo(staged, store.size(staged))] if store.exists(staged) else []
+    return found + list(store.list(work_prefix(revision)))

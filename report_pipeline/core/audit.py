@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from report_pipeline.core.manifest import percentile
 from report_pipeline.core.retention import iso, parse_iso
-from report_pipeline.core.storage import Store
+from report_pipeline.core.storage import ObjectInfo, Store
 
 PREFIX = "audit"
 
@@ -33,6 +33,21 @@ def deletion(
 ) -> Deletion:  # fmt: skip
     lag = round((now - deadline).total_seconds(), 3)
     return Deletion(kind, item, report_id, revision, iso(deadline), iso(now), lag, size, objects)
+
+
+def delete_audited(
+    store: Store, kind: str, report_id: str, revision: str, deadline: datetime, now: datetime,
+    objects: list[ObjectInfo],
+) -> Deletion | None:  # fmt: skip
+    """Delete `objects` and record one audit event for them (none when there was nothing)."""
+    for item in objects:
+        store.delete(item.key)
+    if not objects:
+        return None
+    size = sum(o.size for o in objects)
+    event = deletion(kind, revision, report_id, revision, deadline, now, size, len(objects))
+    record(store, event)
+    return event
 
 
 def record(store: Store, event: Deletion) -> str:

@@ -14,12 +14,12 @@ from typing import BinaryIO
 
 import pymupdf
 
+from report_pipeline.core import storage
 from report_pipeline.core.workdir import private_file
 
 EXTRACTOR_VERSION = "1"
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -80,16 +80,11 @@ def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str
 
 
 def copy_capped(src: BinaryIO, out: BinaryIO, max_bytes: int, digest=None) -> int:
-    """Copy in 1 MiB pieces, counting: refuse past `max_bytes` whatever length was declared."""
-    size = 0
-    while chunk := src.read(_CHUNK):
-        size += len(chunk)
-        if size > max_bytes:
-            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
-        if digest is not None:
-            digest.update(chunk)
-        out.write(chunk)
-    return size
+    """`storage.copy_capped` for a report: past the cap it is refused as too large."""
+    try:
+        return storage.copy_capped(src, out, max_bytes, digest)
+    except storage.OverCap:
+        raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes") from None
 
 
 def inspect_pdf(path: Path, limits: Limits) -> int:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from report_pipeline.core import audit, deadlines
 from report_pipeline.core import manifest as mf
+from report_pipeline.core.archive import working_objects
 from report_pipeline.core.audit import Deletion
-from report_pipeline.core.messages import archive_prefix, work_prefix
+from report_pipeline.core.messages import archive_prefix
 from report_pipeline.core.retention import RetentionPolicy, iso
 from report_pipeline.core.storage import ObjectInfo, Store
 from report_pipeline.core.workdir import BUCKET_FORMAT, named_minute, read_lease
@@ -98,11 +99,10 @@ def _past_buckets(work_root: Path, now: datetime) -> set[Path]:
 def revision_material(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
     """A revision's working material: staged source, work objects and, while it has no complete
     (or expired) manifest, whatever it put in the archive."""
-    found = [o for o in store.list(f"staged/{report_id}") if f"/{revision}." in o.key]
-    found += list(store.list(work_prefix(revision)))
+    found = working_objects(store, report_id, revision)
     prefix = archive_prefix(report_id, revision)
-    key = f"{prefix}/{_MANIFEST}"
-    if not store.exists(key) or mf.loads(store.get_bytes(key, 1 << 26))["state"] == "incomplete":
+    document = mf.read(store, f"{prefix}/{_MANIFEST}")
+    if document is None or document["state"] == "incomplete":
         found += list(store.list(prefix))
     return found
 
@@ -121,21 +121,13 @@ def sweep_working_material(
         material = revision_material(store, entry.report_id, entry.revision)
         if material and in_use(material, now, policy):
             continue  # keep the entry: look again on a later pass
-        for item in material:
-            store.delete(item.key)
-        if material:
-            size = sum(o.size for o in material)
-            stats.deletions.append(
-                _audited(store, "working_material", entry.report_id, entry.revision,
-                         entry.deadline, now, material, size)
-            )  # fmt: skip
+        event = audit.delete_audited(
+            store, "working_material", entry.report_id, entry.revision, entry.deadline, now,
+            material,
+        )  # fmt: skip
+        if event:
+            stats.deletions.append(event)
         store.delete(entry.key)
-
-
-def _audited(store, kind, rid, rev, deadline, now, objects, size) -> Deletion:
-    event = audit.deletion(kind, rev, rid, rev, deadline, now, size, len(objects))
-    audit.record(store, event)
-    return event
 
 
 def expire_revision(
@@ -145,16 +137,12 @@ def expire_revision(
     prefix = archive_prefix(report_id, revision)
     key = f"{prefix}/{_MANIFEST}"
     objects = [o for o in store.list(prefix) if o.key != key]
-    for item in objects:
-        store.delete(item.key)
-    size = sum(o.size for o in objects)
-    if store.exists(key):
-        document = mf.loads(store.get_bytes(key, 1 << 26))
-        if document["state"] != "expired":
-            store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
-    if not objects:
-        return None
-    return _audited(store, "archive", report_id, revision, deadline, now, objects, size)
+    event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
+    document = mf.read(store, key)
+    if document and document["state"] != "expired":
+        size = sum(o.size for o in objects)
+        store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
+    return event
 
 
 def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:

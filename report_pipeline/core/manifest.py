@@ -10,8 +10,10 @@ from typing import Any
 
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention import Deadlines, parse_iso
+from report_pipeline.core.storage import Store
 
 SCHEMA_VERSION = 1
+JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
 
 
 @dataclass(frozen=True)
@@ -141,3 +143,15 @@ def tombstone(document: dict[str, Any], expired_at: str, size: int, objects: int
         "deleted": {"objects": objects, "bytes": size},
         "children": children,
     }
+
+
+def read(store: Store, key: str) -> dict[str, Any] | None:
+    """The stored manifest at `key`, or None when there is none."""
+    return loads(store.get_bytes(key, JSON_CAP)) if store.exists(key) else None
+
+
+def quarantine_reasons(document: dict[str, Any]) -> Counter:
+    """How many image occurrences were quarantined, per reason."""
+    return Counter(
+        c["quarantine_reason"] for c in document["children"] if c["state"] == "quarantined"
+    )

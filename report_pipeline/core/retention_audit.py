@@ -13,6 +13,7 @@ from typing import Any
 
 from report_pipeline.core import audit, deadlines, janitor
 from report_pipeline.core import manifest as mf
+from report_pipeline.core.messages import archive_prefix
 from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
 from report_pipeline.core.storage import Store
 
@@ -66,7 +67,7 @@ def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> C
     """Nothing archived may be retained past the long clock (plus grace)."""
     overdue = _Overdue()
     for entry in deadlines.due(store, deadlines.ARCHIVE, now - grace):
-        prefix = f"archive/{entry.report_id}/{entry.revision}"
+        prefix = archive_prefix(entry.report_id, entry.revision)
         kept = [o for o in store.list(prefix) if not o.key.endswith("/manifest.json")]
         if kept:
             overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in kept))
@@ -85,37 +86,59 @@ def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
     ]
 
 
+@dataclass(frozen=True)
+class Revision:
+    """One archived revision as the audit sees it, read once for both per-revision checks."""
+
+    revision: str
+    prefix: str
+    document: dict[str, Any] | None  # its manifest, if it has one
+    deadline: datetime | None  # an unfinished revision's short-clock deadline (from its plan)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.document) and self.document["state"] in {"complete", "expired"}
+
+    def overdue(self, now: datetime) -> bool:
+        """Unfinished, and no longer allowed to be in progress."""
+        return not self.finished and (self.deadline is None or self.deadline <= now)
+
+
+def read_revisions(
+    store: Store, policy: RetentionPolicy, month: str | None = None
+) -> list[Revision]:
+    found = []
+    for report_id, revision in revisions(store, month):
+        prefix = archive_prefix(report_id, revision)
+        document = mf.read(store, f"{prefix}/manifest.json")
+        deadline = None
+        if not (document and document["state"] in {"complete", "expired"}):
+            deadline = _plan_deadline(store, prefix, policy)
+        found.append(Revision(revision, prefix, document, deadline))
+    return found
+
+
 def _plan_deadline(store: Store, prefix: str, policy: RetentionPolicy) -> datetime | None:
     if not store.exists(f"{prefix}/plan.json"):
         return None
-    queued = parse_iso(json.loads(store.get_bytes(f"{prefix}/plan.json", 1 << 26))["queued_at"])
+    queued = parse_iso(json.loads(store.get_bytes(f"{prefix}/plan.json", mf.JSON_CAP))["queued_at"])
     return queued + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
 
 
-def manifest_complete(
-    store: Store, now: datetime, policy: RetentionPolicy, month: str | None = None
-) -> CheckOutcome:
+def manifest_complete(found: list[Revision], store: Store, now: datetime) -> CheckOutcome:
     """archived + quarantined = expected for every revision (runs still within their lease are
     in progress, not incomplete)."""
-    problems, checked = [], 0
-    for report_id, revision in revisions(store, month):
-        prefix, checked = f"archive/{report_id}/{revision}", checked + 1
-        key = f"{prefix}/manifest.json"
-        document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
-        if document and document["state"] in {"complete", "expired"}:
-            continue
-        deadline = _plan_deadline(store, prefix, policy)
-        if deadline is not None and deadline > now:
-            continue  # still in progress
-        counts = document["counts"] if document else {"expected": None, "accounted": None}
-        size = sum(o.size for o in store.list(prefix))
-        problems.append((revision, counts["expected"], counts["accounted"], size, deadline))
+    problems = []
+    for rev in (r for r in found if r.overdue(now)):
+        counts = rev.document["counts"] if rev.document else {"expected": None, "accounted": None}
+        size = sum(o.size for o in store.list(rev.prefix))
+        problems.append((rev.revision, counts["expected"], counts["accounted"], size, rev.deadline))
     oldest = min(problems, key=lambda p: p[4] or now, default=None)
     return CheckOutcome(
         "manifest_complete", not problems,
         "every revision accounts for all its images" if not problems
         else "some revisions do not account for every image",
-        {"revisions_checked": checked, "incomplete_revisions": len(problems),
+        {"revisions_checked": len(found), "incomplete_revisions": len(problems),
          "incomplete_bytes": sum(p[3] for p in problems),
          "first_incomplete": problems[0][0] if problems else "",
          "first_incomplete_expected_accounted": str(problems[0][1:3]) if problems else "",
@@ -153,22 +176,15 @@ def _verify_revision(store: Store, prefix: str, document: dict[str, Any], tally:
     tally["objects_verified"] += len(listed)
 
 
-def archive_matches_manifest(
-    store: Store, now: datetime, policy: RetentionPolicy, month: str | None = None
-) -> CheckOutcome:
+def archive_matches_manifest(found: list[Revision], store: Store, now: datetime) -> CheckOutcome:
     """Every listed object exists with its hash; no object is left that no manifest lists."""
     tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
-    for report_id, revision in revisions(store, month):
-        prefix = f"archive/{report_id}/{revision}"
-        key = f"{prefix}/manifest.json"
-        document = mf.loads(store.get_bytes(key, 1 << 26)) if store.exists(key) else None
-        if document and document["state"] in {"complete", "expired"}:
-            _verify_revision(store, prefix, document, tally)
-            continue
-        deadline = _plan_deadline(store, prefix, policy)
-        if deadline is None or deadline <= now:  # an unfinished revision past its deadline
-            tally["orphans"] += [o.key for o in store.list(prefix)]
+    for rev in found:
+        if rev.finished:
+            _verify_revision(store, rev.prefix, rev.document, tally)
+        elif rev.overdue(now):  # an unfinished revision past its deadline: all of it is orphaned
+            tally["orphans"] += [o.key for o in store.list(rev.prefix)]
     bad = tally["missing"] + tally["mismatched"] + tally["orphans"]
     return CheckOutcome(
         "archive_matches_manifest", not bad,
@@ -187,10 +203,11 @@ def audit_all(
     `month` limits the two per-revision checks to that month's reports (the overdue checks only
     ever open what is due, so they always cover everything)."""
     lag = audit.lag_summary(store, now)
+    found = read_revisions(store, policy, month)
     outcomes = [
         work_material_deleted_by_deadline(store, work_root, now, policy, grace),
         archive_within_retention(store, now, grace),
-        manifest_complete(store, now, policy, month),
-        archive_matches_manifest(store, now, policy, month),
+        manifest_complete(found, store, now),
+        archive_matches_manifest(found, store, now),
     ]
     return [replace(o, metadata={**o.metadata, **lag}) for o in outcomes]

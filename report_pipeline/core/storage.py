@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 _KEY = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
 _CHUNK = 1 << 20
@@ -25,6 +25,24 @@ class StorageError(Exception):
     """A storage operation failed. `transient` says whether trying again may succeed."""
 
     transient = False
+
+
+class OverCap(Exception):
+    """More bytes arrived than the cap allows."""
+
+
+def copy_capped(src: BinaryIO, out: BinaryIO, max_bytes: int, digest=None) -> int:
+    """Copy in 1 MiB pieces, counting: past `max_bytes` raise OverCap, whatever length was
+    declared. Returns the bytes copied; feeds `digest` (a hashlib object) when given."""
+    size = 0
+    while chunk := src.read(_CHUNK):
+        size += len(chunk)
+        if size > max_bytes:
+            raise OverCap(max_bytes)
+        if digest is not None:
+            digest.update(chunk)
+        out.write(chunk)
+    return size
 
 
 class TransientStorageError(StorageError):
@@ -51,7 +69,7 @@ class Store(Protocol):
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None: ...
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
-    def promote(self, src: str, dst: str) -> None: ...
+    def promote(self, src: str, dst: str) -> bool: ...
     def delete(self, key: str) -> bool: ...
     def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
     def list_prefixes(self, prefix: str) -> list[str]: ...
@@ -138,13 +156,13 @@ class LocalStore:
         except FileNotFoundError:
             raise PermanentStorageError(f"missing object {key}") from None
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        copied = 0
         with os.fdopen(fd, "wb") as out, source:
-            while chunk := source.read(_CHUNK):
-                copied += len(chunk)
-                if copied > max_bytes:
-                    raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
-                out.write(chunk)
+            try:
+                copy_capped(source, out, max_bytes)
+            except OverCap:
+                raise PermanentStorageError(
+                    f"object {key} is larger than {max_bytes} bytes"
+                ) from None
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -155,18 +173,22 @@ class LocalStore:
         except FileNotFoundError:
             raise PermanentStorageError(f"missing object {key}") from None
 
-    def promote(self, src: str, dst: str) -> None:
-        """Move work material into place; a destination that already exists wins (same hash)."""
+    def promote(self, src: str, dst: str) -> bool:
+        """Move work material into place; a destination that already exists wins (same hash).
+
+        Returns True when this call placed the object, False when it was already there."""
         source, target = self._path(src), self._path(dst)
         if target.exists():
             source.unlink(missing_ok=True)
-            return
+            return False
         self._mkdir_chain(target.parent)
         try:
             os.replace(source, target)
         except FileNotFoundError:
             if not target.exists():  # a concurrent promote of the same object is fine
                 raise PermanentStorageError(f"missing object {src}") from None
+            return False
+        return True
 
     def delete(self, key: str) -> bool:
         """Idempotent: an object that is already gone counts as deleted (returns False)."""

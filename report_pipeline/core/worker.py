@@ -36,7 +36,7 @@ from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import Lease, new_lease, private_file, private_workdir
 
-JSON_CAP = 64 * 1024 * 1024
+JSON_CAP = mf.JSON_CAP
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,8 @@ def peak_rss_kib() -> int:
 
 
 def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
-    if not store.exists(ref.manifest_key):
-        return None
-    document = mf.loads(store.get_bytes(ref.manifest_key, JSON_CAP))
-    return document if document["state"] == "complete" else None
+    document = mf.read(store, ref.manifest_key)
+    return document if document and document["state"] == "complete" else None
 
 
 def stage(
