@@ -6,9 +6,11 @@ MONTH ?= 2026-10
 
 .PHONY: setup demo test dev fixtures lint bench
 
+# --compile-bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process
+# (and every new run's sqlite event-log shard, which loads alembic's migrations) compiles from source.
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --locked --quiet
+	$(UV) sync --locked --quiet --compile-bytecode
 	@touch $@
 
 setup: .venv/.synced
