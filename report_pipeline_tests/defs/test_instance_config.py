@@ -1,10 +1,12 @@
 """The committed dagster_home/dagster.yaml, loaded as `make dev` and `make demo` load it."""
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from report_pipeline.defs.compute_logs import FileComputeLogManager
 
@@ -56,3 +58,19 @@ def test_the_event_log_keeps_info_lines_and_drops_debug_lines(tmp_path: Path):
         assert "a debug line" not in messages
         kinds = {entry.dagster_event_type for entry in entries if entry.is_dagster_event}
         assert dg.DagsterEventType.STEP_SUCCESS in kinds  # Dagster's events whatever the level
+
+
+def test_capturing_starts_no_tail_or_watcher_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(args, *rest, **kwargs):
+        started.append([str(a) for a in args])
+        return real_popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
+    with committed_instance(tmp_path) as instance:
+        assert chatty_job.execute_in_process(instance=instance).success
+    assert started == []  # Dagster's LocalComputeLogManager starts tail -F + a watcher per stream
