@@ -7,7 +7,13 @@ from report_pipeline.core import archive as core_archive
 from report_pipeline.core import worker
 from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
-from report_pipeline.core.submission import open_for_run
+from report_pipeline.core.submission import (
+    REPORT_ID_TAG,
+    REVISION_TAG,
+    SOURCE_HASH_TAG,
+    SOURCE_TAG,
+    open_for_run,
+)
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
 from report_pipeline.defs.partitions import monthly_partitions
@@ -64,11 +70,28 @@ def stage_report(
             )  # fmt: skip
 
     staged, tasks = guarded(context, work)
+    tag_run_with_revision(context, staged, config.source or inbox.name)
     if staged.reused:
         context.log.info("revision already archived with a complete manifest: nothing to extract")
     yield dg.Output(staged, "staged", metadata={**staged_metadata(staged), "tasks": len(tasks)})
     for task in tasks:
         yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")
+
+
+def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, source: str):
+    """A UI launch or backfill learns its revision only here. Tag the run as intake does, so
+    `new_report_sensor` and `submit` find it as the revision's run and start no second one."""
+    if REVISION_TAG in context.run.tags:  # intake's run: already tagged with this revision
+        return
+    context.instance.add_run_tags(
+        context.run_id,
+        {
+            REVISION_TAG: staged.ref.revision,
+            REPORT_ID_TAG: staged.ref.report_id,
+            SOURCE_HASH_TAG: staged.ref.source_hash,
+            SOURCE_TAG: source,
+        },
+    )
 
 
 @dg.op(retry_policy=STORAGE_RETRY)

@@ -102,6 +102,24 @@ def test_a_revision_that_already_has_a_run_on_the_instance_is_not_requested(
     assert f"revision {request.run_key} already has run" in skipped.skip_reason.skip_message
 
 
+def test_a_ui_launch_tags_its_run_with_the_revision_so_the_sensor_starts_no_second_run(
+    tick, drop, defs, instance
+):
+    drop("no_images.pdf", folder="2026-09")
+    launched = defs.resolve_job_def("extract_report_job").execute_in_process(
+        instance=instance, partition_key="2026-09", raise_on_error=False
+    )  # as the UI launches a partition: no stage_report config, no intake tags
+    assert launched.success
+    tags = instance.get_run_by_id(launched.run_id).tags
+    (event,) = launched.get_asset_materialization_events()
+    assert tags[REVISION_TAG] == event.materialization.metadata["revision"].value
+    assert tags["report_pipeline/report_id"] == "inbox-2026-09"
+    assert tags["report_pipeline/source"] == "inbox"
+    skipped = tick()
+    assert skipped.run_requests == []
+    assert f"already has run {launched.run_id}" in skipped.skip_reason.skip_message
+
+
 def test_a_file_changed_after_intake_is_refused_by_the_run_and_writes_nothing(
     tick, drop, defs, instance, tmp_path
 ):
