@@ -8,7 +8,7 @@ MONTH ?= 2026-10
 
 # --compile-bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process
 # (and every new run's sqlite event-log shard, which loads alembic's migrations) compiles from source.
-.venv/.synced: pyproject.toml uv.lock
+.venv/.synced: pyproject.toml uv.lock Makefile
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	$(UV) sync --locked --quiet --compile-bytecode
 	@touch $@
