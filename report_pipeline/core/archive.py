@@ -22,7 +22,7 @@ from report_pipeline.core.retention import (
     utc_now,
 )
 from report_pipeline.core.storage import ObjectInfo, Store
-from report_pipeline.core.worker import JSON_CAP, complete_manifest
+from report_pipeline.core.worker import complete_manifest
 
 
 def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
@@ -67,7 +67,7 @@ def archive(
 ) -> tuple[ArchivedTask, list[dict[str, Any]]]:
     """Idempotent: an object already in the archive (same content hash) is not written again."""
     task = extracted.task
-    outcomes = json.loads(store.get_bytes(extracted.outcomes_key, JSON_CAP))
+    outcomes = json.loads(store.get_bytes(extracted.outcomes_key, mf.JSON_CAP))
     children, new_objects, placed = [], 0, set()
     for outcome in outcomes:
         destination = _destination(extracted, outcome)
@@ -101,11 +101,11 @@ def publish(
     existing = complete_manifest(store, ref)
     if existing is not None:
         return existing, True
-    plan = json.loads(store.get_bytes(ref.plan_key, JSON_CAP))
+    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
     expected = {int(page): count for page, count in plan["expected"].items()}
     records = []
     for task in sorted(archived, key=lambda t: t.task.first_page):
-        records.extend(json.loads(store.get_bytes(task.children_key, JSON_CAP)))
+        records.extend(json.loads(store.get_bytes(task.children_key, mf.JSON_CAP)))
     now = utc_now()
     peak = max((task.peak_rss_kib for task in archived), default=0)
     document = mf.build_manifest(

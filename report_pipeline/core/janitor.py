@@ -20,13 +20,12 @@ from report_pipeline.core import audit, deadlines
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.archive import working_objects
 from report_pipeline.core.audit import Deletion
-from report_pipeline.core.messages import archive_prefix
+from report_pipeline.core.messages import archive_prefix, manifest_key
 from report_pipeline.core.retention import RetentionPolicy, iso
 from report_pipeline.core.storage import ObjectInfo, Store
 from report_pipeline.core.workdir import BUCKET_FORMAT, named_minute, read_lease
 
 _BUCKET = re.compile(r"^\d{10}$")
-_MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -100,17 +99,16 @@ def revision_material(store: Store, report_id: str, revision: str) -> list[Objec
     """A revision's working material: staged source, work objects and, while it has no complete
     (or expired) manifest, whatever it put in the archive."""
     found = working_objects(store, report_id, revision)
-    prefix = archive_prefix(report_id, revision)
-    document = mf.read(store, f"{prefix}/{_MANIFEST}")
+    document = mf.read(store, manifest_key(report_id, revision))
     if document is None or document["state"] == "incomplete":
-        found += list(store.list(prefix))
+        found += list(store.list(archive_prefix(report_id, revision)))
     return found
 
 
 def in_use(material: list[ObjectInfo], now: datetime, policy: RetentionPolicy) -> bool:
     """A run wrote some of it within lease + short clock (a rerun under the same key)."""
-    hold = timedelta(minutes=policy.lease_minutes + policy.work_minutes)
-    return any(o.modified > (now - hold).timestamp() for o in material)
+    since = (now - policy.unfinished_hold).timestamp()
+    return any(o.modified > since for o in material)
 
 
 def sweep_working_material(
@@ -134,9 +132,8 @@ def expire_revision(
     store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
 ) -> Deletion | None:
     """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`)."""
-    prefix = archive_prefix(report_id, revision)
-    key = f"{prefix}/{_MANIFEST}"
-    objects = [o for o in store.list(prefix) if o.key != key]
+    key = manifest_key(report_id, revision)
+    objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
     event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
     document = mf.read(store, key)
     if document and document["state"] != "expired":

@@ -17,6 +17,14 @@ def archive_prefix(report_id: str, revision: str) -> str:
     return f"archive/{report_id}/{revision}"
 
 
+def manifest_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/manifest.json"
+
+
+def plan_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/plan.json"
+
+
 @dataclass(frozen=True)
 class RevisionRef:
     """One report revision: the idempotency key (report_id, source_hash, extractor_version)."""
@@ -41,11 +49,11 @@ class RevisionRef:
 
     @property
     def manifest_key(self) -> str:
-        return f"{self.archive_prefix}/manifest.json"
+        return manifest_key(self.report_id, self.revision)
 
     @property
     def plan_key(self) -> str:
-        return f"{self.archive_prefix}/plan.json"
+        return plan_key(self.report_id, self.revision)
 
     def image_key(self, content_hash: str) -> str:
         return f"{self.archive_prefix}/images/{content_hash}.png"

@@ -22,6 +22,11 @@ class RetentionPolicy:
         if self.work_minutes <= 0 or self.archive_days <= 0 or self.lease_minutes <= 0:
             raise ValueError("retention periods must be positive")
 
+    @property
+    def unfinished_hold(self) -> timedelta:
+        """How long a revision's working material may be in use by a run: lease + short clock."""
+        return timedelta(minutes=self.lease_minutes + self.work_minutes)
+
 
 @dataclass(frozen=True)
 class Deadlines:

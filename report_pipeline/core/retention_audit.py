@@ -13,7 +13,7 @@ from typing import Any
 
 from report_pipeline.core import audit, deadlines, janitor
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import archive_prefix
+from report_pipeline.core.messages import archive_prefix, manifest_key, plan_key
 from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
 from report_pipeline.core.storage import Store
 
@@ -68,7 +68,8 @@ def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> C
     overdue = _Overdue()
     for entry in deadlines.due(store, deadlines.ARCHIVE, now - grace):
         prefix = archive_prefix(entry.report_id, entry.revision)
-        kept = [o for o in store.list(prefix) if not o.key.endswith("/manifest.json")]
+        manifest = manifest_key(entry.report_id, entry.revision)
+        kept = [o for o in store.list(prefix) if o.key != manifest]
         if kept:
             overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in kept))
     passed = not overdue.items
@@ -109,20 +110,20 @@ def read_revisions(
 ) -> list[Revision]:
     found = []
     for report_id, revision in revisions(store, month):
-        prefix = archive_prefix(report_id, revision)
-        document = mf.read(store, f"{prefix}/manifest.json")
-        deadline = None
-        if not (document and document["state"] in {"complete", "expired"}):
-            deadline = _plan_deadline(store, prefix, policy)
-        found.append(Revision(revision, prefix, document, deadline))
+        document = mf.read(store, manifest_key(report_id, revision))
+        rev = Revision(revision, archive_prefix(report_id, revision), document, None)
+        if not rev.finished:
+            deadline = _plan_deadline(store, plan_key(report_id, revision), policy)
+            rev = replace(rev, deadline=deadline)
+        found.append(rev)
     return found
 
 
-def _plan_deadline(store: Store, prefix: str, policy: RetentionPolicy) -> datetime | None:
-    if not store.exists(f"{prefix}/plan.json"):
+def _plan_deadline(store: Store, key: str, policy: RetentionPolicy) -> datetime | None:
+    if not store.exists(key):
         return None
-    queued = parse_iso(json.loads(store.get_bytes(f"{prefix}/plan.json", mf.JSON_CAP))["queued_at"])
-    return queued + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
+    queued = parse_iso(json.loads(store.get_bytes(key, mf.JSON_CAP))["queued_at"])
+    return queued + policy.unfinished_hold
 
 
 def manifest_complete(found: list[Revision], store: Store, now: datetime) -> CheckOutcome:

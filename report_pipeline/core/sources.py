@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from report_pipeline.core.intake import RefusedInput, check_month
-
-_CHUNK = 1 << 20
+from report_pipeline.core.storage import OverCap, copy_capped
 
 
 def is_month(name: str) -> bool:
@@ -192,13 +191,13 @@ def _regular(path: Path) -> Path:
 def _copy_verified(source: Path, target: Path, source_hash: str, size: int) -> None:
     """Copy under a hidden temporary name (scanners skip it), check size and hash, rename."""
     tmp = target.parent / f".tmp-{secrets.token_hex(8)}"
-    digest, copied = hashlib.sha256(), 0
+    digest = hashlib.sha256()
     try:
         with open(source, "rb") as src, open(tmp, "xb") as out:
-            while (chunk := src.read(_CHUNK)) and copied <= size:
-                copied += len(chunk)
-                digest.update(chunk)
-                out.write(chunk)
+            try:
+                copied = copy_capped(src, out, size, digest)
+            except OverCap:  # it grew since intake
+                copied = -1
         if copied != size or digest.hexdigest() != source_hash:
             raise RefusedInput("changed", "the report changed during intake; submit it again")
         os.replace(tmp, target)

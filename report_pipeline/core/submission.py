@@ -46,12 +46,7 @@ class Admission:
     pages: int
 
     def tags(self) -> dict[str, str]:
-        return {
-            REVISION_TAG: self.revision,
-            REPORT_ID_TAG: self.report_id,
-            SOURCE_HASH_TAG: self.source_hash,
-            SOURCE_TAG: self.ref.source,
-        }
+        return revision_tags(self.revision, self.report_id, self.source_hash, self.ref.source)
 
     def stage_config(self) -> dict[str, str]:
         """`stage_report`'s config: exactly this file, and only with these bytes."""
@@ -60,6 +55,27 @@ class Admission:
             "report_key": self.ref.key,
             "source_hash": self.source_hash,
         }
+
+
+def revision_tags(revision: str, report_id: str, source_hash: str, source: str) -> dict[str, str]:
+    """The tags that make a run its revision's run (no path or file name in them)."""
+    return {
+        REVISION_TAG: revision,
+        REPORT_ID_TAG: report_id,
+        SOURCE_HASH_TAG: source_hash,
+        SOURCE_TAG: source,
+    }
+
+
+def check_open(month: str, is_open: Callable[[str], bool]) -> str:
+    """`month` if its partition exists; a month's partition opens when the month ends."""
+    if not is_open(check_month(month)):
+        raise RefusedInput(
+            "unknown_partition",
+            f"{month} is not a monthly partition yet (a month's partition opens when the month "
+            "ends)",
+        )
+    return month
 
 
 def authorize(sources: Sequence[ReportSource], reference: str) -> tuple[ReportSource, ReportRef]:
@@ -146,13 +162,7 @@ def submit(
     is_open: Callable[[str], bool], launcher: Launcher,
 ) -> Submitted:  # fmt: skip
     """The intake API: authorize, limit, dedupe, register the report in its source, launch."""
-    check_month(month)
-    if not is_open(month):
-        raise RefusedInput(
-            "unknown_partition",
-            f"{month} is not a monthly partition yet (a month's partition opens when the month "
-            "ends)",
-        )
+    check_open(month, is_open)
     source, ref = authorize(sources, reference)
     if ref.month not in (None, month):
         raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")

@@ -9,7 +9,7 @@ import hashlib
 import json
 import resource
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from report_pipeline.core import deadlines
@@ -36,8 +36,6 @@ from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import Lease, new_lease, private_file, private_workdir
 
-JSON_CAP = mf.JSON_CAP
-
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -49,8 +47,7 @@ class WorkerSettings:
 
 def work_deadline(settings: WorkerSettings) -> datetime:
     """When an unfinished revision's working material may go: the run's lease + the short clock."""
-    policy = settings.retention
-    return utc_now() + timedelta(minutes=policy.lease_minutes + policy.work_minutes)
+    return utc_now() + settings.retention.unfinished_hold
 
 
 def lease_for(settings: WorkerSettings, owner: str) -> Lease:

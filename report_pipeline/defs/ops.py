@@ -5,14 +5,12 @@ from pydantic import Field
 
 from report_pipeline.core import archive as core_archive
 from report_pipeline.core import worker
-from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
 from report_pipeline.core.submission import (
-    REPORT_ID_TAG,
     REVISION_TAG,
-    SOURCE_HASH_TAG,
-    SOURCE_TAG,
+    check_open,
     open_for_run,
+    revision_tags,
 )
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
@@ -52,12 +50,7 @@ def stage_report(
     month = context.partition_key
 
     def work() -> tuple[StagedReport, list[PageTask]]:
-        if not monthly_partitions.has_partition_key(month):
-            raise RefusedInput(
-                "unknown_partition",
-                f"{month} is not a monthly partition yet (a month's partition opens when the "
-                "month ends)",
-            )
+        check_open(month, monthly_partitions.has_partition_key)
         source, worker_settings = inbox.source(config.source), settings.settings()
         with open_for_run(source, month, config.report_key, worker_settings, owner(context)) as (
             path,
@@ -83,15 +76,9 @@ def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, 
     `new_report_sensor` and `submit` find it as the revision's run and start no second one."""
     if REVISION_TAG in context.run.tags:  # intake's run: already tagged with this revision
         return
-    context.instance.add_run_tags(
-        context.run_id,
-        {
-            REVISION_TAG: staged.ref.revision,
-            REPORT_ID_TAG: staged.ref.report_id,
-            SOURCE_HASH_TAG: staged.ref.source_hash,
-            SOURCE_TAG: source,
-        },
-    )
+    ref = staged.ref
+    tags = revision_tags(ref.revision, ref.report_id, ref.source_hash, source)
+    context.instance.add_run_tags(context.run_id, tags)
 
 
 @dg.op(retry_policy=STORAGE_RETRY)
