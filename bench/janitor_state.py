@@ -20,17 +20,17 @@ from typing import Any
 
 from report_pipeline.core import deadlines
 from report_pipeline.core import manifest as mf
+from report_pipeline.core.intake import report_id_for
 from report_pipeline.core.janitor import JanitorPass
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention import RetentionPolicy, deadlines_for, iso, parse_iso
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.workdir import (
     LEASE_FILE,
-    bucket_for,
+    create_workdir,
     new_lease,
     private_file,
     private_root,
-    removable_minute,
 )
 
 MONTHS = [f"{y}-{m:02d}" for y in (2025, 2026) for m in range(1, 13)][:22]  # 2025-01..2026-10
@@ -59,7 +59,6 @@ class Spread:
 class State:
     store: LocalStore
     work_root: Path
-    now: datetime
     due_workdirs: list[Path]
     kept_workdirs: list[Path]
     due_revisions: list[RevisionRef]
@@ -83,13 +82,7 @@ def crashed_workdir(work_root: Path, removable: datetime, policy: RetentionPolic
     owner = f"{secrets.token_hex(8)}/extract_page"
     lease = new_lease(owner, removable - timedelta(minutes=policy.lease_minutes),
                       policy.lease_minutes, policy.work_minutes)  # fmt: skip
-    bucket = work_root / bucket_for(lease)
-    bucket.mkdir(mode=0o700, exist_ok=True)
-    directory = bucket / f"w-{removable_minute(lease)}-{secrets.token_hex(12)}"
-    directory.mkdir(mode=0o700)
-    staged = private_file(directory, ".lease")
-    staged.write_text(json.dumps(lease.__dict__))
-    staged.rename(directory / LEASE_FILE)
+    directory = create_workdir(work_root, lease)
     private_file(directory, ".pdf").write_bytes(secrets.token_bytes(512))
     return directory
 
@@ -127,7 +120,9 @@ def archived_revision(store: LocalStore, ref: RevisionRef, archive_by: datetime,
 
 def _ref(n: int) -> RevisionRef:
     month = MONTHS[n % len(MONTHS)]
-    return RevisionRef(f"inbox-{month}", month, secrets.token_hex(32), "1", secrets.token_hex(10))
+    return RevisionRef(
+        report_id_for("inbox", month), month, secrets.token_hex(32), "1", secrets.token_hex(10)
+    )
 
 
 def build(root: Path, sizes: tuple[int, int, float], now: datetime, spread: Spread,
@@ -135,7 +130,7 @@ def build(root: Path, sizes: tuple[int, int, float], now: datetime, spread: Spre
     """`sizes` = (workdirs, revisions, expired share); the due counts are rounded."""
     workdirs, revisions, share = sizes
     rng = random.Random(seed)
-    state = State(LocalStore(root / "store"), private_root(root / "work"), now, [], [], [], [])
+    state = State(LocalStore(root / "store"), private_root(root / "work"), [], [], [], [])
     for due in _flags(workdirs, round(workdirs * share), rng):
         removable = _deadline(now, due, spread.work_past, spread.work_future, rng)
         path = crashed_workdir(state.work_root, removable, policy)

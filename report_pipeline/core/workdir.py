@@ -72,13 +72,8 @@ def read_lease(directory: Path) -> Lease | None:
         return None  # no lease yet (just created) or unreadable: never "due"
 
 
-@contextmanager
-def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
-    """A fresh private directory that is removed however the block ends.
-
-    A crash that skips `finally` leaves it for the janitor, which removes it once both the
-    lease and the deadline have elapsed.
-    """
+def create_workdir(root: Path | str, lease: Lease) -> Path:
+    """A fresh private directory in its hour bucket, with its lease file; the caller removes it."""
     bucket = private_root(root) / bucket_for(lease)
     bucket.mkdir(mode=0o700, exist_ok=True)
     directory = bucket / f"w-{removable_minute(lease)}-{secrets.token_hex(12)}"
@@ -87,6 +82,21 @@ def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
         staged = private_file(directory, ".lease")
         staged.write_text(json.dumps(lease.__dict__))
         staged.rename(directory / LEASE_FILE)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return directory
+
+
+@contextmanager
+def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
+    """A fresh private directory that is removed however the block ends.
+
+    A crash that skips `finally` leaves it for the janitor, which removes it once both the
+    lease and the deadline have elapsed.
+    """
+    directory = create_workdir(root, lease)
+    try:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
