@@ -26,12 +26,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench.common import ROOT
 from report_pipeline.core import sources as core_sources
 from report_pipeline.core import watch
 from report_pipeline.defs import sensors
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
-ROOT = Path(__file__).resolve().parent.parent
 REPORT = (ROOT / "fixtures" / "pdfs" / "monthly_report.pdf").read_bytes()
 SMALL = (ROOT / "fixtures" / "pdfs" / "no_images.pdf").read_bytes()
 PAST = 1_700_000_000

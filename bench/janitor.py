@@ -9,24 +9,22 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.janitor_state import BenchError, Spread, build, check_first, check_second
+from bench.common import ROOT, BenchError, machine, write_json
+from bench.janitor_state import Spread, build, check_first, check_second
 from report_pipeline.core import janitor
 from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 
-ROOT = Path(__file__).resolve().parent.parent
 BIG, SMALL = (10_000, 1_000), (1_000, 100)  # (working directories, archived revisions)
 LEASE_HOUR = Spread(work_future=timedelta(minutes=60))  # what the default 60-minute lease gives
 
@@ -138,22 +136,6 @@ def ratios(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {f"{a} / {b}": by_name[a] / by_name[b] for a, b in RATIOS}
 
 
-def machine() -> dict[str, Any]:
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
-        "python": platform.python_version(), "platform": platform.platform(),
-    }  # fmt: skip
-
-
-def write_json(out_dir: Path, record: dict[str, Any]) -> Path:
-    """bench/results/janitor-<timestamp>.json (git-ignored)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"janitor-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-    return path
-
-
 def run_rounds(args: argparse.Namespace, scratch: Path, now: datetime) -> list[dict[str, Any]]:
     """An untimed warm-up, then every scenario once per round, in turn."""
     sample(SCENARIOS[1], scratch, now, seed=0)
@@ -185,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - started
     record = {"machine": facts, "args": vars(args), "now": iso(now), "rows": rows,
               "ratios": found, "total_s": total}  # fmt: skip
-    print(f"\nwritten {write_json(args.out, record)}  (total {total:.0f} s)")
+    print(f"\nwritten {write_json(args.out, record, 'janitor-')}  (total {total:.0f} s)")
     return 0
 
 

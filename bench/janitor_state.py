@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.common import BenchError
 from report_pipeline.core import deadlines
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.intake import report_id_for
@@ -38,10 +39,6 @@ EXPECTED = {1: 2, 2: 1}  # three image occurrences on two pages
 TASK_KEY = "pages_0001_0002"
 OBJECTS = 6  # per revision: manifest, plan, children record, three images
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-class BenchError(RuntimeError):
-    """The janitor did something other than expected: the benchmark's numbers are void."""
 
 
 @dataclass(frozen=True)

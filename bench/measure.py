@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from bench.common import ROOT, BenchError
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.worker import WorkerSettings
@@ -26,7 +27,6 @@ from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
-ROOT = Path(__file__).resolve().parent.parent
 INSTANCE_YAML = ROOT / "dagster_home" / "dagster.yaml"
 MONTH = "2026-10"
 SOURCE_NAME = "inbox"  # InboxResource's default name, so both paths build the same report id
@@ -35,10 +35,6 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 MAPPING_KEY = re.compile(r"\[(.+)\]$")
 
 Sample = dict[str, Any]
-
-
-class BenchError(RuntimeError):
-    """A run failed or disagreed with the plain loop: the benchmark's numbers are void."""
 
 
 @contextmanager

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import subprocess
 from collections import defaultdict
-from datetime import UTC, datetime
-from pathlib import Path
 from statistics import median
 from typing import Any
 
 import dagster as dg
 import pymupdf
 
+from bench import common
 from bench.measure import Sample
 
 # (row label, variant, field): the variants are the keys run.py records samples under.
@@ -94,22 +90,8 @@ def _pdfimages_version(exe: str | None) -> str | None:
 
 
 def machine(pdfimages_exe: str | None) -> dict[str, Any]:
-    """Facts that make a result comparable: cores, versions, platform."""
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "dagster": dg.__version__,
-        "pymupdf": pymupdf.__version__,
-        "pdfimages": _pdfimages_version(pdfimages_exe),
-        "platform": platform.platform(),
-    }
-
-
-def write_json(out_dir: Path, record: dict[str, Any]) -> Path:
-    """bench/results/<timestamp>.json (git-ignored)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-    return path
+    """The common facts plus the versions the pipeline benchmark depends on."""
+    return common.machine(
+        dagster=dg.__version__, pymupdf=pymupdf.__version__,
+        pdfimages=_pdfimages_version(pdfimages_exe),
+    )  # fmt: skip

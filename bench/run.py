@@ -17,8 +17,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench import measure, report
-from bench.measure import ROOT, BenchError, Sample
+from bench import common, measure, report
+from bench.common import ROOT, BenchError
+from bench.measure import Sample
 
 DEFAULT_REPORTS = [
     ROOT / "fixtures" / "pdfs" / "monthly_report.pdf",
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - started
     record = {"machine": facts, "args": vars(args), "reports": results, "total_s": total,
               "target": args.target, "over_target": failed}  # fmt: skip
-    print(f"\nwritten {report.write_json(args.out, record)}  (total {total:.0f} s)")
+    print(f"\nwritten {common.write_json(args.out, record)}  (total {total:.0f} s)")
     for line in failed:
         print(f"OVER TARGET {line}", file=sys.stderr)
     return 1 if failed else 0
