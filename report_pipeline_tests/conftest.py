@@ -14,6 +14,11 @@ from report_pipeline.core.worker import WorkerSettings
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 
 
+def files_under(path: Path) -> list[Path]:
+    """Every file below `path` (none when it does not exist)."""
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
 def fixture_pdf(name: str) -> Path:
     path = FIXTURES / name
     assert path.is_file(), f"missing fixture {name}: run `make fixtures`"

@@ -28,7 +28,7 @@ def test_messages_are_small_frozen_and_carry_no_bytes(message):
     with pytest.raises(dataclasses.FrozenInstanceError):
         message.revision = "x"  # type: ignore[misc]
     for field in dataclasses.fields(message):
-        assert "bytes" not in str(field.type).replace("source_bytes", "")
+        assert "bytes" not in str(field.type)  # the type, e.g. "int" (field names may say bytes)
 
 
 LEASE = Lease("run/step", "2030-01-01T10:20:00.000Z", "2030-01-01T09:15:00.000Z")

@@ -9,6 +9,7 @@ import dagster as dg
 import pytest
 
 from report_pipeline.defs.compute_logs import FileComputeLogManager
+from report_pipeline_tests.defs.conftest import events
 
 INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
 
@@ -39,7 +40,7 @@ def test_compute_logs_land_in_the_instance_storage_where_the_ui_reads_them(tmp_p
         assert isinstance(manager, FileComputeLogManager)
         result = chatty_job.execute_in_process(instance=instance)
         assert result.success
-        (captured,) = [e for e in result.all_events if e.event_type_value == "LOGS_CAPTURED"]
+        (captured,) = events(result, "LOGS_CAPTURED")
         log_key = [result.run_id, "compute_logs", captured.logs_captured_data.file_key]
         assert manager.is_capture_complete(log_key)
         data = manager.get_log_data(log_key)

@@ -12,6 +12,7 @@ from report_pipeline.defs.checks import retention_checks
 from report_pipeline.defs.cleanup import cleanup_job
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.jobs import extract_report_job, retention_audit_job
+from report_pipeline_tests.defs.conftest import events
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
     assert failing.metadata["oldest_overdue_item"].value.startswith("revision ")
     cleanup = run_job("cleanup_job", at=later)
     assert cleanup.success
-    (observation,) = [e for e in cleanup.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    (observation,) = events(cleanup, "ASSET_OBSERVATION")
     assert observation.partition == "2026-10"
     assert observation.asset_observation_data.asset_observation.metadata["deletion"].value == (
         "archive"
@@ -89,7 +90,7 @@ def test_cleanup_job_removes_a_crashed_workers_dir_after_its_lease(run_job, tmp_
     assert soon.success and workdir.exists()
     late = run_job("cleanup_job", at=iso(utc_now() + timedelta(minutes=61)))
     assert late.success and not workdir.exists()
-    output = [e for e in late.all_events if e.event_type_value == "STEP_OUTPUT"][0]
+    output = events(late, "STEP_OUTPUT")[0]
     assert output.event_specific_data.metadata["deleted_workdir"].value == 1
 
 

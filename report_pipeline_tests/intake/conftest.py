@@ -40,7 +40,3 @@ def drop(tmp_path: Path) -> Callable[..., Path]:
         return target
 
     return put
-
-
-def files_under(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []

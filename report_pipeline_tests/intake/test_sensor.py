@@ -10,7 +10,8 @@ from report_pipeline.core.submission import REVISION_TAG
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
-from report_pipeline_tests.intake.conftest import files_under
+from report_pipeline_tests.conftest import files_under
+from report_pipeline_tests.defs.conftest import events
 
 
 @pytest.fixture
@@ -128,7 +129,7 @@ def test_a_file_changed_after_intake_is_refused_by_the_run_and_writes_nothing(
     path.write_bytes(path.read_bytes() + b"\n% edited after intake\n")
     result = run(defs, instance, request)
     assert not result.success
-    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    (failure,) = events(result, "STEP_FAILURE")
     assert "report refused (changed)" in failure.step_failure_data.error.message
     assert files_under(tmp_path / "store") == []
 

@@ -18,4 +18,4 @@ def test_stage_report_config_is_optional_and_intake_config_validates():
     job = defs.resolve_job_def("extract_report_job")
     config = {"source": "inbox", "report_key": "0" * 20, "source_hash": "0" * 64}
     for run_config in ({}, stage_report_run_config(config)):
-        assert dg.validate_run_config(job, run_config) is not None
+        dg.validate_run_config(job, run_config)  # raises when the config is invalid

@@ -10,8 +10,7 @@ import pytest
 from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.sources import LocalInboxSource, registered_name
 from report_pipeline.core.submission import authorize, pick
-from report_pipeline_tests.conftest import fixture_pdf
-from report_pipeline_tests.intake.conftest import files_under
+from report_pipeline_tests.conftest import files_under, fixture_pdf
 
 
 def refusal(sources, reference: str) -> RefusedInput:

@@ -7,7 +7,7 @@ import pytest
 from report_pipeline.core.intake import Limits, RefusedInput
 from report_pipeline.core.submission import REVISION_TAG, submit
 from report_pipeline.core.worker import WorkerSettings
-from report_pipeline_tests.intake.conftest import files_under
+from report_pipeline_tests.conftest import files_under
 
 
 class RecordingLauncher:

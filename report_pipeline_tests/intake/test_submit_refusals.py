@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pymupdf
 import pytest
 
 from report_pipeline.cli import EXIT_DAGSTER, SUBMIT_CLASSES, main
-from report_pipeline_tests.intake.conftest import files_under
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from report_pipeline_tests.conftest import files_under
+from report_pipeline_tests.intake.live import free_port
 
 
 @pytest.fixture
@@ -31,7 +25,7 @@ def env(tmp_path: Path, monkeypatch) -> Path:
 
 
 def submit(ref, month: str = "2026-09", *extra: str) -> int:
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     return main(["submit", str(ref), "--month", month, "--url", url, *extra])
 
 

@@ -49,10 +49,10 @@ def test_a_quiet_tick_lists_no_month_folder(drop, tmp_path):
     assert source.listed == 4  # only the folder that changed
 
 
-def test_a_sweep_finds_a_file_rewritten_in_place(drop, tmp_path):
+def test_a_sweep_finds_a_file_rewritten_in_place(drop, tmp_path, source):
     path = drop("no_images.pdf", folder="2026-09")
     settle_folders(tmp_path / "inbox")
-    source, cursor = LocalInboxSource("inbox", tmp_path / "inbox"), Cursor()
+    cursor = Cursor()
     (change,) = look(source, cursor)
     record(cursor, change, source_hash="h1")
     path.write_bytes(path.read_bytes() + b"\n%")  # same name, same folder token
@@ -61,10 +61,10 @@ def test_a_sweep_finds_a_file_rewritten_in_place(drop, tmp_path):
     assert [c.month for c in look(source, cursor, sweep=True)] == ["2026-09"]
 
 
-def test_files_still_arriving_and_months_not_yet_partitions_wait(drop, tmp_path):
+def test_files_still_arriving_and_months_not_yet_partitions_wait(drop, source):
     drop("no_images.pdf", folder="2026-09")
     drop("no_images.pdf", folder="2026-11")
-    source, cursor, notes = LocalInboxSource("inbox", tmp_path / "inbox"), Cursor(), []
+    cursor, notes = Cursor(), []
     assert look(source, cursor, settle=60 * 10**9, notes=notes) == []
     assert notes == [
         "inbox 2026-09: a report is still arriving; waiting",
@@ -73,9 +73,11 @@ def test_files_still_arriving_and_months_not_yet_partitions_wait(drop, tmp_path)
     assert [c.month for c in look(source, cursor)] == ["2026-09"]
 
 
-def test_record_says_whether_the_bytes_are_new_and_the_cursor_holds_no_names(drop, tmp_path):
+def test_record_says_whether_the_bytes_are_new_and_the_cursor_holds_no_names(
+    drop, source, tmp_path
+):
     drop("no_images.pdf", name="Confidential Board Pack.pdf")
-    source, cursor = LocalInboxSource("inbox", tmp_path / "inbox"), Cursor()
+    cursor = Cursor()
     (change,) = look(source, cursor)
     assert record(cursor, change, source_hash="h1") is True
     assert record(cursor, change, source_hash="h1") is False
