@@ -24,7 +24,8 @@ fixtures/pdfs/monthly_report.pdf:
 demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly report as one partition
 	$(UV) run python -m report_pipeline.demo --month $(MONTH)
 
-test: setup  ## the whole suite, plus lint
+test: setup  ## the whole suite, plus lint (installs missing system packages first)
+	bash .ci/system-packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pytest

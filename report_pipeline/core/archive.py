@@ -50,6 +50,8 @@ def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | Non
         "quarantine_detail": outcome["detail"],
         "object_key": key,
         "cleanup_lease": outcome["lease"],
+        "origin": outcome["origin"],
+        "xref": outcome["xref"],
     }
 
 

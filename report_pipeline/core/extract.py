@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
-from report_pipeline.core import normalize, validation
+from report_pipeline.core import inline, normalize, validation
 from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import (
     ImageRef,
@@ -44,6 +44,8 @@ class ImageOutcome:
     stream_bytes: int
     started_at: str
     finished_at: str
+    origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
+    xref: int = 0  # the image's PDF object number; 0 for an inline image
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,11 @@ def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Imag
     return None
 
 
-def _mupdf_decode(doc: pymupdf.Document, xref: int) -> Image.Image:
+def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None) -> Image.Image:
+    """MuPDF's decode of an image XObject (or of the inline image `ref`), short data refused."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
-        image = normalize.pixmap_image(doc, xref)
+        image = normalize.to_image(inline.pixmap(ref)) if ref else normalize.pixmap_image(doc, xref)
     except Exception as exc:  # MuPDF reports bad streams with several exception types
         raise Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}") from None
     warnings = pymupdf.TOOLS.mupdf_warnings().lower()
@@ -108,25 +111,34 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
     started = iso(utc_now())
     raw, signature, evidence = b"", None, None
     try:
-        raw, signature = _precheck(doc, ref, limits)
-        evidence = raw
-        image = _strict_decode(doc, ref, raw, limits) or _mupdf_decode(doc, ref.xref)
+        if ref.inline is not None:
+            raw, signature = inline.precheck(ref, limits)
+            evidence = raw
+            image = _mupdf_decode(doc, 0, ref)
+        else:
+            raw, signature = _precheck(doc, ref, limits)
+            evidence = raw
+            image = _strict_decode(doc, ref, raw, limits) or _mupdf_decode(doc, ref.xref)
         if ref.smask:
             image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
         result = normalize.encode_png(image)
     except Quarantined as bad:
         outcome = ImageOutcome(
             ref.page, ref.index, "quarantined", bad.reason, bad.detail,
-            validation.declared_type(ref), signature, ref.width, ref.height, None, None, 0,
+            _declared(ref), signature, ref.width, ref.height, None, None, 0,
             len(raw), started, iso(utc_now()),
         )  # fmt: skip
         return Processed(outcome, evidence)
     outcome = ImageOutcome(
-        ref.page, ref.index, "validated", None, None, validation.declared_type(ref), signature,
+        ref.page, ref.index, "validated", None, None, _declared(ref), signature,
         result.width, result.height, result.mode, result.sha256, len(result.png), len(raw),
         started, iso(utc_now()),
     )  # fmt: skip
     return Processed(outcome, result.png)
+
+
+def _declared(ref: ImageRef) -> str:
+    return inline.declared_type(ref) if ref.inline is not None else validation.declared_type(ref)
 
 
 def process_page(doc: pymupdf.Document, page_number: int, limits: Limits) -> list[Processed]:

@@ -40,6 +40,8 @@ class ChildRecord:
     quarantine_detail: str | None
     object_key: str | None
     cleanup_lease: str
+    origin: str  # how the page draws the image: xobject, inline, form/xobject, annotation/…
+    xref: int  # the image's PDF object number (0: inline), to compare with `pdfimages -list`
 
 
 def percentile(values: list[float], pct: float) -> float:

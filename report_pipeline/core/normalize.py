@@ -27,7 +27,11 @@ class Normalized:
 
 def pixmap_image(doc: pymupdf.Document, xref: int) -> Image.Image:
     """Decode through MuPDF, converting anything that is not plain gray or RGB to sRGB."""
-    pix = pymupdf.Pixmap(doc, xref)
+    return to_image(pymupdf.Pixmap(doc, xref))
+
+
+def to_image(pix: pymupdf.Pixmap) -> Image.Image:
+    """A decoded MuPDF pixmap as a Pillow image in L or RGB."""
     if pix.alpha:
         pix = pymupdf.Pixmap(pix, 0)  # drop alpha; transparency comes from /SMask only
     space = pix.colorspace

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
 
+from report_pipeline.core.drawn import Draw, TooManyDraws, page_draws
+
+MAX_DRAWS_PER_PAGE = 10_000
+MAX_DRAWS_PER_REPORT = 50_000  # one child record each: keeps the manifest well under its cap
 _NAMES = re.compile(r"/([A-Za-z0-9]+)")
 _COMPONENTS = {
     "DeviceGray": 1, "CalGray": 1, "Indexed": 1, "Separation": 1, "Pattern": 1,
@@ -17,16 +21,24 @@ _COMPONENTS = {
 
 @dataclass(frozen=True)
 class ImageRef:
-    """One image XObject as a page uses it: what the PDF declares, before any decoding."""
+    """One image a page draws: what the PDF declares, before any decoding.
+
+    `xref` is 0 for an inline image, whose parsed object (MuPDF's, undecoded) is `inline`."""
 
     page: int  # 1-based
-    index: int  # position among the page's images
+    index: int  # position among the page's image draws
     xref: int
     smask: int
     width: int
     height: int
     bpc: int
     filters: tuple[str, ...]
+    origin: str = "xobject"
+    inline: object = field(default=None, compare=False, repr=False)
+
+
+class TooManyImages(Exception):
+    """The report draws more images than a manifest may list."""
 
 
 def open_pdf(path: Path) -> pymupdf.Document:
@@ -39,23 +51,45 @@ def filters_of(doc: pymupdf.Document, xref: int) -> tuple[str, ...]:
 
 
 def page_images(doc: pymupdf.Document, page_number: int) -> list[ImageRef]:
-    """Every image XObject the page draws (once per xref), in the order MuPDF lists them."""
-    page = doc[page_number - 1]
-    refs = []
-    for index, item in enumerate(page.get_images(full=True)):
-        xref, smask, width, height, bpc = item[:5]
-        refs.append(
-            ImageRef(page_number, index, xref, smask, width, height, bpc, filters_of(doc, xref))
-        )
-    return refs
+    """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order."""
+    return [_ref(doc, page_number, i, d) for i, d in enumerate(_draws(doc, page_number))]
+
+
+def _draws(doc: pymupdf.Document, page_number: int) -> list[Draw]:
+    try:
+        return page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
+    except TooManyDraws as exc:
+        raise TooManyImages(str(exc)) from None
+
+
+def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
+    if draw.inline is not None:
+        image = draw.inline
+        return ImageRef(page, index, 0, 0, image.w(), image.h(), image.bpc(), (), draw.origin,
+                        image)  # fmt: skip
+    xref = draw.xref
+    smask = doc.xref_get_key(xref, "SMask")
+    width, height, bpc = (_int(doc, xref, key) for key in ("Width", "Height", "BitsPerComponent"))
+    return ImageRef(
+        page, index, xref, int(smask[1].split()[0]) if smask[0] == "xref" else 0,
+        width, height, bpc, filters_of(doc, xref), draw.origin,
+    )  # fmt: skip
+
+
+def _int(doc: pymupdf.Document, xref: int, key: str) -> int:
+    kind, value = doc.xref_get_key(xref, key)
+    return int(value) if kind == "int" else (1 if key == "BitsPerComponent" else -1)
 
 
 def count_images(doc: pymupdf.Document) -> list[tuple[int, int]]:
-    """Per page: (image occurrences, declared pixels), for planning tasks."""
-    counts = []
-    for page in doc:
-        items = page.get_images(full=True)
-        counts.append((len(items), sum(max(0, i[2]) * max(0, i[3]) for i in items)))
+    """Per page: (image draws, declared pixels), for planning tasks and the expected counts."""
+    counts, total = [], 0
+    for number in range(1, doc.page_count + 1):
+        refs = page_images(doc, number)
+        total += len(refs)
+        if total > MAX_DRAWS_PER_REPORT:
+            raise TooManyImages(f"the report draws more than {MAX_DRAWS_PER_REPORT} images")
+        counts.append((len(refs), sum(max(0, r.width) * max(0, r.height) for r in refs)))
     return counts
 
 

@@ -30,7 +30,13 @@ from report_pipeline.core.messages import (
     RevisionRef,
     StagedReport,
 )
-from report_pipeline.core.pdf_pages import ImageRef, count_images, open_pdf, page_images
+from report_pipeline.core.pdf_pages import (
+    ImageRef,
+    TooManyImages,
+    count_images,
+    open_pdf,
+    page_images,
+)
 from report_pipeline.core.planning import group_pages
 from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 from report_pipeline.core.storage import Store
@@ -87,12 +93,19 @@ def stage(
         ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
         if complete_manifest(store, ref) is not None:
             return StagedReport(ref, pages, size, superseded, reused=True), []
-        with open_pdf(path) as doc:
-            counts = count_images(doc)
+        counts = _count_draws(path)
         store.put_file(ref.staged_key, path)
         deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, revision)
     staged = StagedReport(ref, pages, size, superseded, reused=False)
     return staged, _plan(store, ref, counts, pages_per_task, target_units)
+
+
+def _count_draws(path: Path) -> list[tuple[int, int]]:
+    try:
+        with open_pdf(path) as doc:
+            return count_images(doc)
+    except TooManyImages as exc:
+        raise RefusedInput("too_many_images", str(exc)) from None
 
 
 def _plan(
@@ -133,10 +146,12 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
         with open_pdf(path) as doc:
             for page in range(task.first_page, task.last_page + 1):
                 for ref in page_images(doc, page):
-                    if ref.xref not in seen:
-                        seen[ref.xref] = _process(store, task, doc, ref, settings, written)
-                    outcome, key = seen[ref.xref]
-                    located = replace(outcome, page=page, index=ref.index)
+                    known = seen.get(ref.xref) if ref.xref else None
+                    outcome, key = known or _process(store, task, doc, ref, settings, written)
+                    if ref.xref:
+                        seen[ref.xref] = (outcome, key)
+                    located = replace(outcome, page=page, index=ref.index, origin=ref.origin,
+                                      xref=ref.xref)  # fmt: skip
                     records.append({**asdict(located), "work_key": key, "lease": lease.lease_until})
     outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
     store.put_bytes(outcomes_key, json.dumps(records).encode())

@@ -18,7 +18,8 @@ def record(page, index, state="archived", content="h1", attempts=1, queued_s=0, 
         "height": 1, "format": "png", "mode": "RGB", "bytes": 10, "stream_bytes": 5,
         "declared_type": "jpeg", "signature": "image/jpeg",
         "quarantine_reason": None if state == "archived" else "truncated",
-        "quarantine_detail": None, "object_key": None, "cleanup_lease": "x",
+        "quarantine_detail": None, "object_key": None, "cleanup_lease": "x", "origin": "xobject",
+        "xref": 7,
     }  # fmt: skip
 
 

@@ -1,0 +1,87 @@
+"""An independent oracle: every image poppler's `pdfimages -list` sees is in the manifest.
+
+Per page, each image or stencil row must be a child record (archived, or quarantined with a
+reason) for that page and object; each soft-mask or mask row (poppler names it by its image's
+object) must belong to such an image, which carries the mask (a soft mask becomes its alpha). The
+pipeline may list more (poppler skips images in tiling patterns and Type3 glyphs); never fewer.
+"""
+
+import shutil
+import subprocess
+from collections import Counter
+
+import pymupdf
+import pytest
+
+from fixtures._paths import PATH_PAGES
+from report_pipeline.core.intake import RefusedInput
+from report_pipeline_tests.conftest import FIXTURES
+
+REFUSED = {  # fixtures that are refused whole, with the code that accounts for them
+    "encrypted.pdf": "encrypted",
+    "not_a_pdf.pdf": "not_pdf",
+    "truncated_pdf.pdf": "damaged",
+}
+
+
+def pdfimages_rows(path) -> list[tuple[int, str, int]]:
+    """(page, type, object number or 0 for an inline image) for every image poppler lists."""
+    binary = shutil.which("pdfimages")
+    if binary is None:
+        pytest.fail("pdfimages is missing: install Debian poppler-utils (.ci/system-packages)")
+    listing = subprocess.run(
+        [binary, "-list", str(path)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    rows = []
+    for line in listing.splitlines()[2:]:
+        cells = line.split()
+        rows.append((int(cells[0]), cells[2], 0 if cells[10] == "[inline]" else int(cells[10])))
+    return rows
+
+
+def masks_of(doc: pymupdf.Document, xref: int) -> set[int]:
+    found = set()
+    for key in ("SMask", "Mask"):
+        kind, value = doc.xref_get_key(xref, key)
+        if kind == "xref":
+            found.add(int(value.split()[0]))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.pdf")))
+def test_every_image_pdfimages_lists_is_accounted_for(name, run_fixture):
+    try:
+        manifest = run_fixture(name)
+    except RefusedInput as refused:
+        assert REFUSED.get(name) == refused.code, f"{name} refused: {refused.code}"
+        return
+    assert name not in REFUSED, f"{name} was expected to be refused"
+    rows = pdfimages_rows(FIXTURES / name)
+    children = manifest["children"]
+    assert all(c["state"] == "archived" or c["quarantine_reason"] for c in children)
+    drawn = Counter((c["page"], c["xref"]) for c in children)
+    listed = Counter((page, obj) for page, kind, obj in rows if kind in {"image", "stencil"})
+    assert not listed - drawn, f"pdfimages lists images the manifest lacks: {listed - drawn}"
+    with pymupdf.open(FIXTURES / name) as doc:  # poppler names a mask by its image's object
+        masked = {
+            (c["page"], c["xref"]) for c in children if c["xref"] and masks_of(doc, c["xref"])
+        }
+    for page, kind, obj in rows:
+        if kind not in {"image", "stencil"}:
+            assert (page, obj) in masked, f"{kind} of {obj} on page {page} belongs to no image"
+
+
+def test_every_path_a_page_draws_an_image_by_is_recorded_with_its_origin(run_fixture):
+    manifest = run_fixture("image_paths.pdf")
+    assert manifest["state"] == "complete"
+    origins = {}
+    for child in manifest["children"]:
+        assert child["state"] == "archived", child
+        origins.setdefault(child["page"], []).append(child["origin"])
+    assert origins == PATH_PAGES
+
+
+def test_an_image_drawn_twice_on_a_page_is_two_records_and_one_object(run_fixture):
+    manifest = run_fixture("image_paths.pdf")
+    twice = [c for c in manifest["children"] if c["page"] == 9 and c["origin"] == "xobject"]
+    assert len(twice) == 2 and twice[0]["object_key"] == twice[1]["object_key"]
