@@ -20,6 +20,7 @@ from typing import Any
 import dagster as dg
 
 from bench.common import ROOT, BenchError
+from report_pipeline.core.isolation import DecodeSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.worker import WorkerSettings
@@ -47,10 +48,15 @@ def fresh_dir(scratch: Path, prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def plain(pdf: Path, scratch: Path) -> Sample:
-    """`run_report` into a fresh LocalStore and work root."""
+PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
+
+
+def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN) -> Sample:
+    """`run_report` into a fresh LocalStore and work root; by default decoding in this process
+    (the baseline), else with the given isolated decoder pool."""
     with fresh_dir(scratch, "plain-") as tmp:
-        store, settings = LocalStore(tmp / "store"), WorkerSettings(tmp / "work")
+        store = LocalStore(tmp / "store")
+        settings = WorkerSettings(tmp / "work", decode=decode)
         start = time.perf_counter()
         manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
         wall = time.perf_counter() - start

@@ -20,6 +20,7 @@ from typing import Any
 from bench import common, measure, report
 from bench.common import ROOT, BenchError
 from bench.measure import Sample
+from report_pipeline.core.isolation import DecodeSettings
 
 DEFAULT_REPORTS = [
     ROOT / "fixtures" / "pdfs" / "monthly_report.pdf",
@@ -57,6 +58,8 @@ def variants(pdf: Path, scratch: Path, args: argparse.Namespace, exe: str | None
     """The round's runs, in order; the plain loop goes first so the others can be checked."""
     runs: list[Variant] = [
         ("plain", partial(measure.plain, pdf, scratch)),
+        ("pool_1", partial(measure.plain, pdf, scratch, DecodeSettings(processes=1))),
+        ("pool", partial(measure.plain, pdf, scratch, DecodeSettings())),
         ("dagster", partial(measure.dagster, pdf, scratch, 0)),
     ]
     if args.per_page:
@@ -73,7 +76,7 @@ def one_round(runs: list[Variant], skip: set[str], label: str) -> dict[str, Samp
         if name in skip:
             continue
         done[name] = run()
-        if name in ("dagster", "per_page"):
+        if name in ("pool_1", "pool", "dagster", "per_page"):
             measure.check_counts(done["plain"]["counts"], done[name], f"{label} {name}")
     print(f"  {label}: " + "  ".join(f"{n} {s['wall_s']:.2f}s" for n, s in done.items()))
     return done

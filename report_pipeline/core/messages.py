@@ -79,6 +79,7 @@ class PageTask:
     last_page: int
     images: int
     queued_at: str
+    cpu_budget_s: float = 0.0  # CPU its decoders may use: its share of the report's budget
 
 
 @dataclass(frozen=True)

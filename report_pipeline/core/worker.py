@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import resource
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from report_pipeline.core import deadlines
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.extract import ImageOutcome, Processed, process_image
+from report_pipeline.core.extract import ImageOutcome
 from report_pipeline.core.intake import (
     EXTRACTOR_VERSION,
     Limits,
@@ -24,20 +25,20 @@ from report_pipeline.core.intake import (
     revision_for,
     stage_stream,
 )
+from report_pipeline.core.isolation import (
+    CpuBudgetExceeded,
+    DecodeSettings,
+    decode_pages,
+    peak_child_rss_kib,
+)
 from report_pipeline.core.messages import (
     ExtractedTask,
     PageTask,
     RevisionRef,
     StagedReport,
 )
-from report_pipeline.core.pdf_pages import (
-    ImageRef,
-    TooManyImages,
-    count_images,
-    open_pdf,
-    page_images,
-)
-from report_pipeline.core.planning import group_pages
+from report_pipeline.core.pdf_pages import TooManyImages, count_images, open_pdf
+from report_pipeline.core.planning import group_pages, page_cost
 from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
 from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import Lease, new_lease, private_file, private_workdir
@@ -49,6 +50,7 @@ class WorkerSettings:
     limits: Limits = field(default_factory=Limits)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     extractor_version: str = EXTRACTOR_VERSION
+    decode: DecodeSettings = field(default_factory=DecodeSettings)
 
 
 def work_deadline(settings: WorkerSettings) -> datetime:
@@ -97,7 +99,7 @@ def stage(
         store.put_file(ref.staged_key, path)
         deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, revision)
     staged = StagedReport(ref, pages, size, superseded, reused=False)
-    return staged, _plan(store, ref, counts, pages_per_task, target_units)
+    return staged, _plan(store, ref, counts, pages_per_task, target_units, settings.decode)
 
 
 def _count_draws(path: Path) -> list[tuple[int, int]]:
@@ -108,73 +110,85 @@ def _count_draws(path: Path) -> list[tuple[int, int]]:
         raise RefusedInput("too_many_images", str(exc)) from None
 
 
+def _budget(share: float, decode: DecodeSettings) -> float:
+    """A task's CPU budget: its share of the report's estimated work, with a floor so that a
+    small task is not stopped by noise."""
+    return max(decode.min_task_cpu_seconds, share * decode.report_cpu_seconds)
+
+
 def _plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
-    target_units: float,
+    target_units: float, decode: DecodeSettings,
 ) -> list[PageTask]:  # fmt: skip
     queued_at = iso(utc_now())
     groups = group_pages(counts, pages_per_task, target_units)
-    tasks = [PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at) for g in groups]
+    units = [page_cost(*count) for count in counts]
+    total = sum(units) or 1.0
+    tasks = [
+        PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
+                 _budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode))
+        for g in groups
+    ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
     plan_record = {"expected": expected, "queued_at": queued_at}
     store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
     return tasks
 
 
-def _work_key(task: PageTask, processed: Processed) -> str | None:
+def _work_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:
     base = f"{task.ref.work_prefix}/{task.task_key}"
-    if processed.outcome.state == "validated":
-        return f"{base}/{processed.outcome.content_hash}.png"
-    if processed.payload:
-        return f"{base}/q-{hashlib.sha256(processed.payload).hexdigest()}.bin"
+    if outcome.state == "validated":
+        return f"{base}/{outcome.content_hash}.png"
+    if payload:
+        return f"{base}/q-{hashlib.sha256(payload).hexdigest()}.bin"
     return None
 
 
 def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
-    """Decode, validate and normalize the task's images; hand them to archive via the store.
+    """Decode, validate and normalize the task's images in isolated decoders; hand them to
+    archive via the store.
 
-    An image drawn on several pages is decoded once; only one image's bytes are held at a time.
+    An image drawn several times is decoded once per decoder; each content is uploaded once.
     """
     started = utc_now()
     lease = lease_for(settings, owner)
     records: list[dict] = []
-    seen: dict[int, tuple[ImageOutcome, str | None]] = {}
-    written: set[str] = set()
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
-        with open_pdf(path) as doc:
-            for page in range(task.first_page, task.last_page + 1):
-                for ref in page_images(doc, page):
-                    known = seen.get(ref.xref) if ref.xref else None
-                    outcome, key = known or _process(store, task, doc, ref, settings, written)
-                    if ref.xref:
-                        seen[ref.xref] = (outcome, key)
-                    located = replace(outcome, page=page, index=ref.index, origin=ref.origin,
-                                      xref=ref.xref)  # fmt: skip
-                    records.append({**asdict(located), "work_key": key, "lease": lease.lease_until})
+        for outcome, key in _decode(store, task, path, settings):
+            records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
+    records.sort(key=lambda r: (r["page"], r["index"]))
     outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
     store.put_bytes(outcomes_key, json.dumps(records).encode())
     valid = sum(r["state"] == "validated" for r in records)
+    peak = max(peak_rss_kib(), peak_child_rss_kib())
     return ExtractedTask(
-        task,
-        outcomes_key,
-        valid,
-        len(records) - valid,
-        iso(started),
-        lease.lease_until,
-        peak_rss_kib(),
+        task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak
     )
 
 
-def _process(
-    store: Store, task: PageTask, doc, ref: ImageRef, settings: WorkerSettings, written: set[str]
-) -> tuple[ImageOutcome, str | None]:
-    """Process one image XObject and upload its bytes, once per content (another xref may hold
-    the same image)."""
-    processed = process_image(doc, ref, settings.limits)
-    key = _work_key(task, processed)
-    if key and key not in written:
-        store.put_bytes(key, processed.payload)
-        written.add(key)
-    return processed.outcome, key
+def _decode(
+    store: Store, task: PageTask, path: Path, settings: WorkerSettings
+) -> Iterator[tuple[ImageOutcome, str | None]]:
+    """Each draw's outcome, located on its page, and the work key of its bytes."""
+    known: dict[int, tuple[ImageOutcome, str | None]] = {}
+    written: set[str] = set()
+    pages = list(range(task.first_page, task.last_page + 1))
+    budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
+    try:
+        for item in decode_pages(path, pages, settings.limits, settings.decode, budget):
+            if item.outcome is None:  # the same image as an earlier draw
+                outcome, key = known[item.xref]
+            else:
+                outcome, key = item.outcome, _work_key(task, item.outcome, item.payload)
+                if key and key not in written and item.payload:
+                    store.put_bytes(key, item.payload)
+                    written.add(key)
+                if item.xref:
+                    known[item.xref] = (outcome, key)
+            place = {"page": item.page, "index": item.index, "origin": item.origin}
+            yield replace(outcome, **place, xref=item.xref), key
+    except CpuBudgetExceeded as exc:
+        raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "
+                           f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip

@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.intake import Limits, RefusedInput
+from report_pipeline.core.isolation import DecodeSettings
 from report_pipeline.core.retention import RetentionPolicy
 from report_pipeline.core.s3_source import S3PrefixSource
 from report_pipeline.core.sources import LocalInboxSource, ReportSource
@@ -86,6 +87,10 @@ class WorkerResource(dg.ConfigurableResource):
     lease_minutes: int = RetentionPolicy.lease_minutes
     pages_per_task: int = 0  # 0: group pages by estimated work (see core/planning.py)
     target_task_units: float = 400.0
+    decoders: int = 0  # isolated decoder processes per task; 0: one per core
+    decoder_memory_mib: int = DecodeSettings.memory_bytes // 2**20
+    decode_image_seconds: float = DecodeSettings.image_seconds
+    report_cpu_seconds: float = DecodeSettings.report_cpu_seconds
 
     def settings(self) -> WorkerSettings:
         limits = Limits(
@@ -94,4 +99,8 @@ class WorkerResource(dg.ConfigurableResource):
         )  # fmt: skip
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
         root = _setting(self.work_root, "REPORT_PIPELINE_WORK", "var/work")
-        return WorkerSettings(root, limits, retention)
+        decode = DecodeSettings(
+            self.decoders, self.decoder_memory_mib * 2**20, self.decode_image_seconds,
+            self.report_cpu_seconds,
+        )  # fmt: skip
+        return WorkerSettings(root, limits, retention, decode=decode)

@@ -1,0 +1,119 @@
+"""Decoding in confined child processes: one image pays for a crash, the run goes on."""
+
+import os
+import socket
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from report_pipeline.core import decoder
+from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.isolation import DecodeSettings
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.worker import WorkerSettings
+from report_pipeline_tests.conftest import fixture_pdf
+
+TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")
+
+
+def run(tmp_path: Path, name: str, **decode) -> dict:
+    settings = WorkerSettings(tmp_path / "work", decode=DecodeSettings(**decode))
+    store = LocalStore(tmp_path / "store")
+    return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+
+
+def timeless(children: list[dict]) -> list[dict]:
+    return [{k: v for k, v in c.items() if k not in TIMES} for c in children]
+
+
+def test_a_pool_gives_the_same_records_as_decoding_in_one_process(tmp_path):
+    serial = run(tmp_path / "a", "monthly_report.pdf", isolated=False)
+    pooled = run(tmp_path / "b", "monthly_report.pdf", processes=2)
+    assert pooled["counts"] == serial["counts"]
+    assert timeless(pooled["children"]) == timeless(serial["children"])
+
+
+def test_an_image_past_the_decoders_memory_limit_is_quarantined(tmp_path):
+    (child,) = run(tmp_path, "large_dimensions.pdf", memory_bytes=32 << 20)["children"]
+    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "memory_limit")
+
+
+def test_an_image_that_takes_too_long_is_quarantined_and_its_decoder_killed(tmp_path):
+    manifest = run(tmp_path, "large_dimensions.pdf", image_seconds=0.05)
+    (child,) = manifest["children"]
+    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "decode_timeout")
+    assert manifest["state"] == "complete"
+
+
+def _kill_first_child_after(delay: float, killed: list[int]) -> None:
+    """Kill the first child process of this one that lives `delay` seconds (an OOM killer)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not killed:
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            children = (task / "children").read_text().split()
+            if children:
+                time.sleep(delay)
+                os.kill(int(children[0]), 9)
+                killed.append(int(children[0]))
+                return
+        time.sleep(0.005)
+
+
+def test_a_decoder_killed_mid_image_quarantines_that_image_and_the_rest_go_on(tmp_path):
+    killed: list[int] = []
+    watcher = threading.Thread(target=_kill_first_child_after, args=(0.15, killed))
+    watcher.start()
+    manifest = run(tmp_path, "large_dimensions.pdf", processes=1)
+    watcher.join()
+    assert killed
+    (child,) = manifest["children"]
+    assert (child["quarantine_reason"], child["quarantine_detail"]) == (
+        "decoder_crashed", "the decoder died with signal 9",
+    )  # fmt: skip
+    again = run(tmp_path / "again", "monthly_report.pdf", processes=1)
+    assert again["counts"]["archived"] == 421  # a fresh pool decodes the rest as usual
+
+
+def test_a_report_over_its_cpu_budget_is_refused_as_a_dead_letter(tmp_path):
+    with pytest.raises(RefusedInput) as refused:
+        run(tmp_path, "monthly_report.pdf", processes=1, report_cpu_seconds=0.3,
+            min_task_cpu_seconds=0.0)  # fmt: skip
+    assert refused.value.code == "cpu_budget_exceeded"
+
+
+def test_a_decoder_keeps_only_its_socket_no_environment_and_its_limits():
+    ours, theirs = socket.socketpair()
+    keep = theirs.fileno()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            decoder._confine(theirs.fileno(), decoder.Confinement(256 << 20, 7))
+            import resource
+
+            facts = {
+                "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+                "env": dict(os.environ),
+                "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
+                "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
+                "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+            }
+            decoder.send(theirs, facts)
+        finally:
+            os._exit(0)
+    theirs.close()
+    facts, _ = decoder.receive(ours)
+    os.waitpid(pid, 0)
+    assert facts["env"] == {} and facts["cpu"] == 7 and facts["core"] == 0
+    others = set(facts["fds"]) - {0, 1, 2, keep}
+    assert len(others) == 1  # the one listdir opened to read /proc/self/fd
+    assert 256 << 20 < facts["as"] < (256 << 20) + (8 << 30)
+
+
+def test_settings_default_to_one_decoder_per_core():
+    assert DecodeSettings().pool_size() == os.cpu_count()
+    assert replace(DecodeSettings(), processes=3).pool_size() == 3
