@@ -1,0 +1,53 @@
+"""Hostile files through `report-pipeline preview`, as a user would run it: each ends with a
+documented exit code and a reason, within 1.5 GiB of peak memory (the preview and its decoders),
+and nothing over the pixel cap is archived."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from report_pipeline.core.intake import Limits
+from report_pipeline_tests.conftest import FIXTURES
+
+HOSTILE = sorted(
+    p.name
+    for p in FIXTURES.glob("*.pdf")
+    if p.name.startswith(("hostile", "count_", "pixel_bomb", "broken_", "truncated", "type_"))
+)
+PEAK_LIMIT_KIB = 1536 * 1024
+DOCUMENTED_EXITS = {0, 3, 4}
+
+
+def preview(pdf, out) -> tuple[int, int, str]:
+    """Exit code, peak RSS (KiB) of the preview process and every decoder it started, stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "report_pipeline.cli", "preview", str(pdf), "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_maxrss, stderr
+
+
+def test_there_are_hostile_fixtures():
+    assert len(HOSTILE) >= 4, HOSTILE
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_file_ends_with_a_reason_in_bounded_memory(name, tmp_path):
+    code, peak_kib, stderr = preview(FIXTURES / name, tmp_path / "out")
+    assert code in DOCUMENTED_EXITS, stderr
+    assert "Traceback" not in stderr
+    assert peak_kib < PEAK_LIMIT_KIB
+    if code == 3:
+        assert "refused (" in stderr
+        return
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    for child in manifest["children"]:
+        assert child["state"] == "archived" or child["quarantine_reason"]
+        if child["state"] == "archived":
+            assert child["width"] * child["height"] <= Limits.max_image_pixels
