@@ -5,6 +5,7 @@ Used unchanged by the Dagster ops, the preview command and the benchmark's plain
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pymupdf
@@ -15,6 +16,7 @@ from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import (
     ImageRef,
     components_of,
+    filters_of,
     flate_predictor,
     page_images,
 )
@@ -23,6 +25,8 @@ from report_pipeline.core.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
 _PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
+_PARMS_ITEM = re.compile(r"<<.*?>>|null|\d+\s+\d+\s+R", re.S)
+_PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
 
@@ -68,22 +72,54 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     )
 
 
-def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
-    validation.check_size(max(0, _declared_int(doc, ref.xref, "Length")), limits)
-    raw = doc.xref_stream_raw(ref.xref)
+def _object(doc: pymupdf.Document, ref: str) -> str:
+    return doc.xref_object(int(ref.split()[0]), compressed=True) if ref.endswith("R") else ref
+
+
+def _decode_parms(doc: pymupdf.Document, xref: int, count: int) -> list[str]:
+    """The /DecodeParms dictionary (as text, "" for none) of each of the ``count`` filters."""
+    kind, value = doc.xref_get_key(xref, "DecodeParms")
+    value = _object(doc, value) if kind == "xref" else value
+    items = _PARMS_ITEM.findall(value) if value.lstrip().startswith("[") else [value]
+    items = [_object(doc, item) if item != "null" else "" for item in items]
+    return (items + [""] * count)[:count]
+
+
+def _check_stream(
+    doc: pymupdf.Document, xref: int, size: tuple[int, int], filters: tuple[str, ...], limits
+) -> tuple[bytes, str | None]:
+    """Size, signature, declared and header dimensions of one image stream, without decoding it."""
+    validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
+    raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
-    signature = validation.check_signature(raw, ref)
-    validation.check_dimensions(ref.width, ref.height, limits)
+    signature = validation.check_codec(filters[0], raw) if filters else None
+    validation.check_dimensions(*size, limits)
+    parms = _decode_parms(doc, xref, len(filters))
+    validation.check_codestream(raw, filters, parms, size, limits)
+    return raw, signature
+
+
+def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
+    """Every check that needs no decode, for the image and its soft mask alike."""
+    raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), ref.filters, limits)
     if ref.smask:
-        mask_w, mask_h = (_declared_int(doc, ref.smask, k) for k in ("Width", "Height"))
-        validation.check_dimensions(mask_w, mask_h, limits)
+        size = (_declared_int(doc, ref.smask, "Width"), _declared_int(doc, ref.smask, "Height"))
+        _check_stream(doc, ref.smask, size, filters_of(doc, ref.smask), limits)
     return raw, signature
 
 
 def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:
-    """Decode with the strictest decoder for the codec; return the image if it is usable as is."""
+    """Decode with the strictest decoder for the codec; return the image if it is usable as is.
+
+    None leaves the image to MuPDF, also when Pillow rejects a JPEG/JPX that MuPDF may decode.
+    """
     if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
-        image = validation.decode_file_image(raw, ref, limits)
+        try:
+            image = validation.decode_file_image(raw, ref, limits)
+        except Quarantined as bad:
+            if bad.reason in _PILLOW_GAVE_UP:
+                return None
+            raise
         return normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
     if ref.filters == ("FlateDecode",):
         components = components_of(doc, ref.xref)

@@ -1,7 +1,8 @@
 """Normalize a validated image to PNG in sRGB (L, LA, RGB or RGBA) and hash the result.
 
 PDF colour semantics (ICC profiles, CMYK, Indexed, Decode arrays) are MuPDF's job; the soft mask
-becomes the alpha channel.
+becomes the alpha channel. A stencil mask (/ImageMask) is archived as the coverage MuPDF gives
+(255 = painted, its /Decode applied): 1-bit when every pixel is 0 or 255, else L.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def pixmap_image(doc: pymupdf.Document, xref: int) -> Image.Image:
 
 def to_image(pix: pymupdf.Pixmap) -> Image.Image:
     """A decoded MuPDF pixmap as a Pillow image in L or RGB."""
+    if pix.alpha and pix.n == 1:  # a stencil mask: alpha only, no colour space
+        return stencil_image(Image.frombytes("L", (pix.width, pix.height), pix.samples))
     if pix.alpha:
         pix = pymupdf.Pixmap(pix, 0)  # drop alpha; transparency comes from /SMask only
     space = pix.colorspace
@@ -39,6 +42,14 @@ def to_image(pix: pymupdf.Pixmap) -> Image.Image:
         pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
     mode = "L" if pix.n == 1 else "RGB"
     return Image.frombytes(mode, (pix.width, pix.height), pix.samples)
+
+
+def stencil_image(coverage: Image.Image) -> Image.Image:
+    """Mode '1' when the mask is purely on/off (the usual 1-bit case), else L as MuPDF gave it."""
+    histogram = coverage.histogram()
+    if sum(histogram[1:255]) == 0:
+        return coverage.convert("1", dither=Image.Dither.NONE)
+    return coverage
 
 
 def apply_soft_mask(image: Image.Image, mask: Image.Image) -> Image.Image:

@@ -1,7 +1,9 @@
 """Validation before archive: size, signature vs declared type, dimensions, pixel cap, full decode.
 
 Every check runs before the next, more expensive one, so a hostile stream is stopped by the
-cheapest check that can see it, and nothing is decoded past the pixel cap.
+cheapest check that can see it, and nothing is decoded past the pixel cap. Signatures and header
+sizes are read by structure (codestream.py), through a bounded prefix of any filter chain
+(prefix.py); libmagic only names what mismatched bytes are.
 """
 
 from __future__ import annotations
@@ -12,24 +14,13 @@ import zlib
 import magic
 from PIL import Image
 
+from report_pipeline.core import codestream, prefix
 from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import ImageRef
+from report_pipeline.core.quarantine import Quarantined
 
-SIGNATURES = {
-    "DCTDecode": {"image/jpeg"},
-    "JPXDecode": {"image/jp2", "image/jpx"},
-    "FlateDecode": {"application/zlib"},
-}
+__all__ = ["Quarantined"]
 CODEC_TYPES = {"DCTDecode": "jpeg", "JPXDecode": "jpx", "FlateDecode": "flate"}
-
-
-class Quarantined(Exception):
-    """Bad bytes: never retried, kept for review with a stable reason code."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 def declared_type(ref: ImageRef) -> str:
@@ -47,15 +38,55 @@ def check_size(length: int, limits: Limits) -> None:
 
 
 def check_signature(raw: bytes, ref: ImageRef) -> str | None:
-    """The outermost filter says what the raw bytes must be; libmagic says what they are."""
-    if not ref.filters or ref.filters[0] not in SIGNATURES:
-        return None  # CCITT, JBIG2, raw samples...: no file signature to compare against
-    found = magic.from_buffer(raw[:4096], mime=True)
-    if found not in SIGNATURES[ref.filters[0]]:
-        raise Quarantined(
-            "signature_mismatch", f"declared {ref.filters[0]} but the bytes are {found}"
-        )
+    """The outermost filter says what the raw bytes must be; their structure says what they are."""
+    return check_codec(ref.filters[0], raw) if ref.filters else None
+
+
+def check_codec(codec: str, data: bytes) -> str | None:
+    """The type name when ``data`` is what ``codec`` decodes; None when no exact check exists."""
+    try:
+        found = codestream.sniff(codec, data)
+    except KeyError:
+        return None  # CCITT, LZW, RunLength...: no structure to compare against
+    if found is None:
+        if not data:
+            raise Quarantined("truncated", f"declared {codec} but the stream is empty")
+        named = magic.from_buffer(data[:4096], mime=True)
+        raise Quarantined("signature_mismatch", f"declared {codec} but the bytes are {named}")
     return found
+
+
+def check_codestream(
+    raw: bytes, filters: tuple[str, ...], parms: list[str], size: tuple[int, int], limits: Limits
+) -> None:
+    """Through a bounded prefix of the chain: the last codec's signature, then its header size.
+
+    The size the codestream declares must be the dictionary's (``size``) and within the caps.
+    """
+    if not filters:
+        return
+    codec = codestream.canonical(filters[-1])
+    data, complete = raw, True
+    if len(filters) > 1:
+        data, complete = prefix.decode_prefix(raw, filters[:-1], parms[:-1])
+        check_codec(codec, data)
+    if codec not in codestream.SIZES:
+        return
+    try:
+        width, height = codestream.SIZES[codec](data)
+    except Quarantined as short:
+        if complete or short.reason != "truncated":
+            raise
+        raise Quarantined(
+            "undecodable", f"no {codec} header in the first {len(data)} bytes"
+        ) from None
+    header = (width, height or size[1])  # a JPEG DNL or striped JBIG2 page leaves height open
+    if header != size:
+        raise Quarantined(
+            "dimension_mismatch", f"header says {header[0]}x{header[1]}, PDF declares "
+            f"{size[0]}x{size[1]}",
+        )  # fmt: skip
+    check_dimensions(*header, limits)
 
 
 def check_dimensions(width: int, height: int, limits: Limits) -> None:

@@ -1,0 +1,12 @@
+"""The one exception every image check raises (its own module so the parsers need no validation)."""
+
+from __future__ import annotations
+
+
+class Quarantined(Exception):
+    """Bad bytes: never retried, kept for review with a stable reason code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail

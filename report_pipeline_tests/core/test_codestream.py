@@ -1,0 +1,182 @@
+"""Header parsers, structural signatures and bounded prefix decoders on hand-made bytes."""
+
+import io
+import struct
+import zlib
+
+import pytest
+from PIL import Image
+
+from fixtures import _encoders as enc
+from report_pipeline.core import codestream, prefix, validation
+from report_pipeline.core.intake import Limits
+from report_pipeline.core.validation import Quarantined
+
+
+def jpeg(width=40, height=30, **options) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (10, 200, 30)).save(buffer, "JPEG", **options)
+    return buffer.getvalue()
+
+
+def reason(call, *args) -> str:
+    with pytest.raises(Quarantined) as caught:
+        call(*args)
+    return caught.value.reason
+
+
+def tfm_lookalike_zlib(data: bytes) -> bytes:
+    """A valid zlib stream whose 3rd/4th bytes (a 17-byte stored block) read as a TeX TFM."""
+    rest = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stored = b"\x00" + struct.pack("<HH", 17, 0xFFFF ^ 17) + data[:17]
+    tail = rest.compress(data[17:]) + rest.flush()
+    return b"\x78\x01" + stored + tail + struct.pack(">I", zlib.adler32(data))
+
+
+@pytest.mark.parametrize("options", [{}, {"progressive": True}, {"quality": 20}])
+def test_jpeg_size_comes_from_the_frame_header(options):
+    assert codestream.jpeg_size(jpeg(123, 45, **options)) == (123, 45)
+
+
+@pytest.mark.parametrize("sof", [0xC1, 0xC3, 0xC5, 0xC9, 0xCF])
+def test_every_sof_marker_declares_the_size(sof):
+    frame = b"\xff" + bytes([sof]) + struct.pack(">HBHHB", 8, 8, 77, 99, 1)
+    assert codestream.jpeg_size(b"\xff\xd8\xff\xe0\x00\x04ab\xff\xff" + frame) == (99, 77)
+
+
+def test_a_forged_sof_is_read_as_it_stands():
+    assert codestream.jpeg_size(enc.jpeg_with_sof(jpeg(), 20000, 20000)) == (20000, 20000)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [(b"\xff\xd8", "truncated"), (jpeg()[:20], "truncated"),
+     (b"\xff\xd8\xff\xda\x00\x02", "undecodable"), (b"\xff\xd8\xff\xe0\x00\x01", "undecodable")],
+)  # fmt: skip
+def test_a_short_or_frameless_jpeg_is_quarantined_not_crashed(data, expected):
+    assert reason(codestream.jpeg_size, data) == expected
+
+
+def test_jpx_size_is_read_from_siz_in_a_raw_codestream_and_in_a_jp2_box():
+    assert codestream.jpx_size(enc.j2k_header(16000, 900)) == (16000, 900)
+    image = Image.new("RGB", (37, 21))
+    for options in ({"no_jp2": True}, {}):
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG2000", **options)
+        assert codestream.jpx_size(buffer.getvalue()) == (37, 21)
+
+
+def test_jpx_siz_subtracts_the_image_offset():
+    siz = bytearray(enc.j2k_header(500, 400))
+    siz[16:24] = struct.pack(">II", 100, 50)
+    assert codestream.jpx_size(bytes(siz)) == (400, 350)
+
+
+def test_a_jp2_without_its_codestream_box_is_truncated_and_garbage_undecodable():
+    assert reason(codestream.jpx_size, codestream.JP2_SIGNATURE + b"\x00\x00\x00\x08ftyp") == (
+        "truncated"
+    )
+    assert reason(codestream.jpx_size, b"\xff\x4f\xff\x51\x00") == "truncated"
+    assert reason(codestream.jpx_size, b"garbage!" * 4) == "undecodable"
+
+
+def test_jbig2_size_comes_from_the_page_information_segment():
+    assert codestream.jbig2_size(enc.jbig2_embedded(64, 48, b"\x00")) == (64, 48)
+    striped = enc.jbig2_segment(0, 48, struct.pack(">IIIIBH", 64, 0xFFFFFFFF, 0, 0, 0, 0))
+    assert codestream.jbig2_size(striped) == (64, None)
+
+
+def test_a_jbig2_region_larger_than_its_page_is_a_dimension_mismatch():
+    page = enc.jbig2_segment(0, 48, struct.pack(">IIIIBH", 64, 48, 0, 0, 0, 0))
+    region = enc.jbig2_segment(1, 39, struct.pack(">IIIIB", 60000, 48, 0, 0, 0) + b"\x01")
+    assert reason(codestream.jbig2_size, page + region) == "dimension_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [(b"", "undecodable"), (b"\x00\x00\x00\x00\x30", "truncated"),
+     (enc.jbig2_segment(0, 63, b""), "undecodable"),
+     (enc.jbig2_segment(0, 48, b"\x00\x00"), "truncated"), (enc.jbig2_globals(), "undecodable")],
+)  # fmt: skip
+def test_a_broken_jbig2_stream_is_quarantined_not_crashed(data, expected):
+    assert reason(codestream.jbig2_size, data) == expected
+
+
+@pytest.mark.parametrize(
+    ("codec", "data", "name"),
+    [("DCTDecode", jpeg(), "image/jpeg"), ("DCT", jpeg(), "image/jpeg"),
+     ("JPXDecode", enc.j2k_header(4, 4), "image/x-jp2-codestream"),
+     ("JPXDecode", codestream.JP2_SIGNATURE, "image/jp2"),
+     ("FlateDecode", tfm_lookalike_zlib(bytes(range(256)) * 9), "application/zlib"),
+     ("JBIG2Decode", enc.jbig2_embedded(8, 8, b""), "image/x-jbig2"),
+     ("ASCIIHexDecode", b"0a 1B\n ff>", "text/x-asciihex"),
+     ("ASCII85Decode", b"<~87cURD]i,\"Ebo80~>", "text/x-ascii85")],
+)  # fmt: skip
+def test_signatures_are_recognised_by_structure(codec, data, name):
+    assert validation.check_codec(codec, data) == name
+
+
+def test_a_zlib_stream_libmagic_calls_a_tex_font_metric_is_still_flate():
+    data = bytes(range(256)) * 9
+    stream = tfm_lookalike_zlib(data)
+    assert zlib.decompress(stream) == data
+    assert validation.check_codec("FlateDecode", stream) == "application/zlib"
+
+
+@pytest.mark.parametrize(
+    ("codec", "data"),
+    [("FlateDecode", jpeg()), ("DCTDecode", zlib.compress(b"x" * 50)),
+     ("JPXDecode", jpeg()), ("ASCIIHexDecode", b"0a1g>"), ("ASCII85Decode", b"abc{~>"),
+     ("JBIG2Decode", b"\x00\x00\x00\x00\x3f\x00\x01\x00\x00\x00\x00")],
+)  # fmt: skip
+def test_bytes_of_another_format_are_a_signature_mismatch(codec, data):
+    assert reason(validation.check_codec, codec, data) == "signature_mismatch"
+
+
+def test_an_empty_stream_is_truncated_and_unknown_codecs_are_not_checked():
+    assert reason(validation.check_codec, "DCTDecode", b"") == "truncated"
+    assert validation.check_codec("CCITTFaxDecode", b"\x00" * 9) is None
+    assert validation.check_codec("LZWDecode", b"") is None
+
+
+def test_a_flate_wrapped_jpx_whose_siz_disagrees_is_stopped_before_decode():
+    raw = zlib.compress(enc.j2k_header(16000, 16000))
+    filters = ("FlateDecode", "JPXDecode")
+    with pytest.raises(Quarantined) as caught:
+        validation.check_codestream(raw, filters, ["", ""], (100, 100), Limits())
+    assert caught.value.reason == "dimension_mismatch"
+    assert "16000x16000" in caught.value.detail
+
+
+def test_the_last_codec_must_match_the_decoded_prefix():
+    raw = zlib.compress(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    assert (
+        reason(
+            validation.check_codestream,
+            raw,
+            ("FlateDecode", "DCTDecode"),
+            ["", ""],
+            (1, 1),
+            Limits(),
+        )
+        == "signature_mismatch"
+    )
+
+
+def test_matching_header_sizes_still_meet_the_caps():
+    data = enc.j2k_header(30_000, 10)
+    assert (
+        reason(validation.check_codestream, data, ("JPXDecode",), [""], (30_000, 10), Limits())
+        == "dimensions_exceed_cap"
+    )
+
+
+def test_a_header_beyond_the_prefix_limit_is_undecodable_and_a_cut_one_truncated():
+    comments = (b"\xff\xfe\xff\xff" + bytes(65533)) * 5  # 320 KiB before the frame header
+    raw = zlib.compress(b"\xff\xd8" + comments + jpeg()[2:])
+    filters = ("FlateDecode", "DCTDecode")
+    check = validation.check_codestream
+    assert reason(check, raw, filters, ["", ""], (40, 30), Limits()) == "undecodable"
+    cut = zlib.compress(b"\xff\xd8" + comments[:100_000])
+    assert reason(check, cut, filters, ["", ""], (40, 30), Limits()) == "truncated"
+    assert len(comments) > prefix.PREFIX_LIMIT
