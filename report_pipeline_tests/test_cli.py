@@ -27,7 +27,8 @@ def test_preview_json_is_the_manifest(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("name", "code"),
     [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "damaged"), ("absent.pdf", "missing")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_large.pdf", "page_count_mismatch"),
+     ("absent.pdf", "missing")],
 )  # fmt: skip
 def test_preview_refuses_bad_input_with_a_clear_message(tmp_path, capsys, name, code):
     pdf = fixture_pdf(name) if name != "absent.pdf" else tmp_path / name

@@ -44,6 +44,7 @@ class Admission:
     revision: str  # the idempotency key, hashed: also the sensor's run key
     size: int
     pages: int
+    repaired: bool = False  # MuPDF opened it only by repairing its cross-reference table
 
     def tags(self) -> dict[str, str]:
         return revision_tags(self.revision, self.report_id, self.source_hash, self.ref.source)
@@ -101,10 +102,10 @@ def admit(
                     "too_large", f"report is larger than {limits.max_report_bytes} bytes"
                 )
             staged, digest, size = stage_stream(path, workdir, limits.max_report_bytes)
-        pages = inspect_pdf(staged, limits)
+        checked = inspect_pdf(staged, limits)
     report_id = report_id_for(source.name, month)
     revision = revision_for(report_id, digest, settings.extractor_version)
-    return Admission(ref, month, report_id, digest, revision, size, pages)
+    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.repaired)
 
 
 def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:

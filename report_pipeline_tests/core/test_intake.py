@@ -19,7 +19,8 @@ from report_pipeline_tests.conftest import fixture_pdf
 @pytest.mark.parametrize(
     ("name", "code"),
     [("not_a_pdf.pdf", "not_pdf"), ("encrypted.pdf", "encrypted"),
-     ("truncated_pdf.pdf", "damaged")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_small.pdf", "page_count_mismatch"),
+     ("count_too_large.pdf", "page_count_mismatch")],
 )  # fmt: skip
 def test_unusable_reports_are_refused_with_a_reason(name, code):
     with pytest.raises(RefusedInput) as caught:
@@ -31,7 +32,7 @@ def test_unusable_reports_are_refused_with_a_reason(name, code):
 def test_page_cap():
     with pytest.raises(RefusedInput, match="too_many_pages"):
         inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=139))
-    assert inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=140)) == 140
+    assert inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=140)).pages == 140
 
 
 def test_staging_streams_with_a_byte_cap_and_private_random_names(tmp_path):

@@ -81,8 +81,12 @@ CASES = [  # (refusal class, code, message, how to make the reference, month)
      lambda env, drop: too_many_pages(env / "inbox" / "uploads"), "2026-09"),
     ("unreadable", "encrypted", "PDF is encrypted; submit an unencrypted copy",
      lambda env, drop: drop("encrypted.pdf", folder="uploads"), "2026-09"),
-    ("unreadable", "damaged", "PDF is damaged (truncated or broken cross-reference)",
+    ("page_tree", "bad_page_tree", "PDF page tree is malformed: a page or page node is missing",
      lambda env, drop: drop("truncated_pdf.pdf", folder="uploads"), "2026-09"),
+    ("page_tree", "page_count_mismatch", "PDF page tree holds 2500 pages but its /Count says 1",
+     lambda env, drop: drop("count_too_small.pdf", folder="uploads"), "2026-09"),
+    ("page_tree", "page_count_mismatch", "PDF page tree holds 3 pages but its /Count says 1000",
+     lambda env, drop: drop("count_too_large.pdf", folder="uploads"), "2026-09"),
 ]  # fmt: skip
 
 
