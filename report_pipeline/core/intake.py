@@ -124,10 +124,15 @@ def inspect_pdf(path: Path, limits: Limits) -> Inspection:
     return inspection
 
 
+def is_encrypted(doc: pymupdf.Document) -> bool:
+    """Any encryption, also with an empty user password (MuPDF then opens it silently)."""
+    return bool(doc.needs_pass or doc.is_encrypted) or doc.xref_get_key(-1, "Encrypt")[0] != "null"
+
+
 def _inspect(doc: pymupdf.Document, limits: Limits) -> Inspection:
     if not doc.is_pdf:
         raise RefusedInput("not_pdf", "file is not a PDF document")
-    if doc.needs_pass or doc.is_encrypted:
+    if is_encrypted(doc):
         raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
     repaired = bool(doc.is_repaired)
     if repaired and limits.refuse_repaired:

@@ -42,6 +42,14 @@ def test_a_file_that_cannot_be_opened_even_repaired_is_damaged(tmp_path):
     assert refusal(written(tmp_path, b"%PDF-1.7\nnothing but garbage\n")).code == "damaged"
 
 
+def test_encryption_with_an_empty_user_password_is_refused(tmp_path):
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "opens without a password")
+    data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="owner")
+    assert not pymupdf.open(stream=data).needs_pass  # MuPDF opens it silently
+    assert refusal(written(tmp_path, data)).code == "encrypted"
+
+
 @pytest.mark.parametrize(
     ("objects", "code", "words"),
     [(flat_tree(2, 5), "page_count_mismatch", "holds 2 pages but its /Count says 5"),
