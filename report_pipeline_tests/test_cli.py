@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from report_pipeline.cli import EXIT_REFUSED, main
+from report_pipeline.cli import EXIT_ERROR, EXIT_REFUSED, main
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -42,3 +42,13 @@ def test_preview_page_cap_is_enforced(tmp_path, capsys):
     pdf = fixture_pdf("monthly_report.pdf")
     assert main(["preview", str(pdf), "--out", str(tmp_path), "--max-pages", "10"]) == 3
     assert "too_many_pages" in capsys.readouterr().err
+
+
+def test_preview_never_ends_in_a_traceback(tmp_path, capsys):
+    not_a_folder = tmp_path / "out"
+    not_a_folder.write_text("a file where the folder should be")
+    pdf = fixture_pdf("repeated_image.pdf")
+    assert main(["preview", str(pdf), "--out", str(not_a_folder)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("report-pipeline: failed: unexpected ") and err.count("\n") == 1
+    assert "Traceback" not in err and str(tmp_path) not in err

@@ -7,6 +7,7 @@ source is ever used on the worker or shown in a message.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from report_pipeline.core import page_tree, storage
 from report_pipeline.core.workdir import private_file
 
 EXTRACTOR_VERSION = "1"
+INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
@@ -74,15 +76,20 @@ def revision_for(report_id: str, source_hash: str, extractor_version: str) -> st
 
 
 def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
-    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`."""
-    dest = private_file(workdir, ".pdf")
+    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`.
+
+    A file already larger than the cap when opened is refused before any byte is copied."""
     digest = hashlib.sha256()
     try:
         src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
     except OSError as exc:
         raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
-    with src, open(dest, "wb") as out:
-        size = copy_capped(src, out, max_bytes, digest)
+    with src:
+        if os.fstat(src.fileno()).st_size > max_bytes:
+            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+        dest = private_file(workdir, ".pdf")
+        with open(dest, "wb") as out:
+            size = copy_capped(src, out, max_bytes, digest)
     return dest, digest.hexdigest(), size
 
 
@@ -113,7 +120,7 @@ def inspect_pdf(path: Path, limits: Limits) -> Inspection:
             raise
         except Exception as error:
             raise RefusedInput(
-                "inspection_failed", f"PDF could not be inspected ({type(error).__name__})"
+                INSPECTION_FAILED, f"PDF could not be inspected ({type(error).__name__})"
             ) from None
     if inspection.pages == 0:
         raise RefusedInput("empty", "PDF has no pages")

@@ -17,6 +17,7 @@ from report_pipeline.core import manifest as mf
 from report_pipeline.core.extract import ImageOutcome, Processed, process_image
 from report_pipeline.core.intake import (
     EXTRACTOR_VERSION,
+    INSPECTION_FAILED,
     Limits,
     RefusedInput,
     inspect_pdf,
@@ -101,7 +102,7 @@ def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
             counts = count_images(doc)
     except Exception as error:
         raise RefusedInput(
-            "inspection_failed", f"PDF pages could not be read ({type(error).__name__})"
+            INSPECTION_FAILED, f"PDF pages could not be read ({type(error).__name__})"
         ) from None
     if len(counts) != pages:
         raise RefusedInput("page_count_mismatch", f"PDF lists {len(counts)} of its {pages} pages")

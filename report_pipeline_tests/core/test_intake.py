@@ -44,6 +44,17 @@ def test_staging_streams_with_a_byte_cap_and_private_random_names(tmp_path):
         stage_stream(fixture_pdf("monthly_report.pdf"), tmp_path, max_bytes=10_000)
 
 
+def test_a_file_over_the_cap_is_refused_before_a_byte_is_copied(tmp_path):
+    huge = tmp_path / "huge.pdf"
+    with open(huge, "wb") as handle:  # sparse: the size is known without reading
+        handle.truncate(1 << 30)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with pytest.raises(RefusedInput, match="too_large"):
+        stage_stream(huge, workdir, max_bytes=1 << 20)
+    assert list(workdir.iterdir()) == []  # no private copy was even started
+
+
 def test_an_unreadable_source_is_refused_without_its_path(tmp_path):
     with pytest.raises(RefusedInput) as caught:
         stage_stream(tmp_path / "secret-name.pdf", tmp_path, 100)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from report_pipeline.cli import EXIT_DAGSTER, SUBMIT_CLASSES, main
+from report_pipeline.cli import EXIT_DAGSTER, EXIT_ERROR, SUBMIT_CLASSES, main
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.intake.live import free_port
 
@@ -105,12 +105,13 @@ def test_each_refusal_has_its_message_and_exit_code_and_writes_nothing(
 
 
 def test_exit_codes_are_distinct_per_class_and_documented_in_the_help(capsys):
-    codes = [code for code, _ in SUBMIT_CLASSES.values()] + [EXIT_DAGSTER, 0, 2]
+    codes = [code for code, _ in SUBMIT_CLASSES.values()] + [EXIT_DAGSTER, EXIT_ERROR, 0, 2]
     assert len(set(codes)) == len(codes)
     with pytest.raises(SystemExit):
         main(["submit", "--help"])
     help_text = capsys.readouterr().out
     assert all(f"  {code}  {kind}:" in help_text for kind, (code, _) in SUBMIT_CLASSES.items())
+    assert f"  {EXIT_ERROR}   an unexpected error" in help_text
 
 
 def test_an_unreachable_webserver_has_its_own_exit_code_and_registers_nothing(env, drop, capsys):
