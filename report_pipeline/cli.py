@@ -89,21 +89,22 @@ def _summary(manifest: dict) -> str:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from report_pipeline.core.manifest import dumps
-    from report_pipeline.core.pipeline import preview
+    from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 
-    settings = WorkerSettings(
-        Path(tempfile.gettempdir()) / "report_pipeline-preview", Limits(max_pages=args.max_pages)
-    )
     if not args.pdf.is_file():
         print("report-pipeline: refused (missing): no such file", file=sys.stderr)
         return EXIT_REFUSED
     try:
-        manifest = preview(args.pdf, args.out, settings)
+        scratch = scratch_base(Path(tempfile.gettempdir()))
+        manifest = preview(
+            args.pdf, args.out, WorkerSettings(scratch, Limits(max_pages=args.max_pages))
+        )
     except RefusedInput as refused:
         print(f"report-pipeline: refused ({refused.code}): {refused.message}", file=sys.stderr)
         return EXIT_REFUSED
-    (args.out / "manifest.json").write_bytes(dumps(manifest))
+    except UnsafeScratch as unsafe:
+        print(f"report-pipeline: failed: unsafe scratch folder: {unsafe}", file=sys.stderr)
+        return EXIT_ERROR
     print(json.dumps(manifest, indent=1) if args.json else _summary(manifest))
     return 0 if manifest["state"] == "complete" else EXIT_FAILED
 

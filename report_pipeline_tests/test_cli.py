@@ -1,4 +1,5 @@
 import json
+import os
 import stat
 
 import pytest
@@ -52,3 +53,16 @@ def test_preview_never_ends_in_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("report-pipeline: failed: unexpected ") and err.count("\n") == 1
     assert "Traceback" not in err and str(tmp_path) not in err
+
+
+def test_the_cli_refuses_a_planted_scratch_link_with_a_documented_code(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # a shared $TMPDIR
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / f"report_pipeline-preview-{os.getuid()}").symlink_to(victim)
+    pdf = str(fixture_pdf("no_images.pdf"))
+    assert main(["preview", pdf, "--out", str(tmp_path / "out")]) == EXIT_ERROR
+    assert "unsafe scratch folder" in capsys.readouterr().err
+    assert list(victim.iterdir()) == [] and not (tmp_path / "out").exists()
