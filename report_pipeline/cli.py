@@ -15,6 +15,7 @@ from report_pipeline.core.worker import WorkerSettings
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
+EXIT_ERROR = 5  # anything unexpected: one line on stderr, never a traceback
 # submit: one exit code per refusal class; 0 = launched, or a duplicate (the existing run id).
 SUBMIT_CLASSES = {
     "authorization": (10, ("not_authorized",)),
@@ -23,7 +24,8 @@ SUBMIT_CLASSES = {
     "size": (13, ("too_large",)),
     "signature": (14, ("not_pdf",)),
     "pages": (15, ("too_many_pages", "empty")),
-    "unreadable": (16, ("encrypted", "unopenable", "damaged", "unreadable")),
+    "unreadable": (16, ("encrypted", "damaged", "unreadable", "inspection_failed")),
+    "page_tree": (17, ("page_count_mismatch", "bad_page_tree")),
 }
 EXIT_DAGSTER = 20
 _EXITS = "\n".join(
@@ -33,6 +35,7 @@ SUBMIT_EPILOG = f"""exit codes:
   0   launched (prints the run id), or a duplicate (prints the existing run id)
 {_EXITS}
   {EXIT_DAGSTER}  the Dagster webserver is unreachable or refused the launch
+  {EXIT_ERROR}   an unexpected error (one line on stderr, no traceback)
   2   usage error
 
 REF is a path inside a configured source (the local inbox: $REPORT_PIPELINE_INBOX or var/inbox)
@@ -40,10 +43,22 @@ or s3://bucket/prefix/... for an S3 source. A file outside the month folder is c
 """
 
 
+PREVIEW_EPILOG = f"""exit codes:
+  0   the manifest is complete
+  {EXIT_REFUSED}   the input is refused (the code and a message on stderr)
+  {EXIT_FAILED}   the manifest is incomplete
+  {EXIT_ERROR}   an unexpected error (one line on stderr, no traceback)
+  2   usage error
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="report-pipeline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    preview = commands.add_parser("preview", help="extract and validate one PDF's images now")
+    preview = commands.add_parser(
+        "preview", help="extract and validate one PDF's images now", epilog=PREVIEW_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     preview.add_argument("pdf", type=Path)
     preview.add_argument("--out", type=Path, required=True, help="folder for the PNGs + manifest")
     preview.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
@@ -74,21 +89,22 @@ def _summary(manifest: dict) -> str:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from report_pipeline.core.manifest import dumps
-    from report_pipeline.core.pipeline import preview
+    from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 
-    settings = WorkerSettings(
-        Path(tempfile.gettempdir()) / "report_pipeline-preview", Limits(max_pages=args.max_pages)
-    )
     if not args.pdf.is_file():
         print("report-pipeline: refused (missing): no such file", file=sys.stderr)
         return EXIT_REFUSED
     try:
-        manifest = preview(args.pdf, args.out, settings)
+        scratch = scratch_base(Path(tempfile.gettempdir()))
+        manifest = preview(
+            args.pdf, args.out, WorkerSettings(scratch, Limits(max_pages=args.max_pages))
+        )
     except RefusedInput as refused:
         print(f"report-pipeline: refused ({refused.code}): {refused.message}", file=sys.stderr)
         return EXIT_REFUSED
-    (args.out / "manifest.json").write_bytes(dumps(manifest))
+    except UnsafeScratch as unsafe:
+        print(f"report-pipeline: failed: unsafe scratch folder: {unsafe}", file=sys.stderr)
+        return EXIT_ERROR
     print(json.dumps(manifest, indent=1) if args.json else _summary(manifest))
     return 0 if manifest["state"] == "complete" else EXIT_FAILED
 
@@ -149,11 +165,12 @@ def _say(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "preview":
-        return _preview(args)
-    if args.command == "submit":
-        return _submit(args)
-    return 2
+    command = {"preview": _preview, "submit": _submit}[args.command]
+    try:
+        return command(args)
+    except Exception as error:  # a bug or the machine, not the report: no traceback, no paths
+        _say(args, EXIT_ERROR, f"failed: unexpected {type(error).__name__}", status="error")
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

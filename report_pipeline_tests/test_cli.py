@@ -1,9 +1,10 @@
 import json
+import os
 import stat
 
 import pytest
 
-from report_pipeline.cli import EXIT_REFUSED, main
+from report_pipeline.cli import EXIT_ERROR, EXIT_REFUSED, main
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -27,7 +28,8 @@ def test_preview_json_is_the_manifest(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("name", "code"),
     [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "damaged"), ("absent.pdf", "missing")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_large.pdf", "page_count_mismatch"),
+     ("absent.pdf", "missing")],
 )  # fmt: skip
 def test_preview_refuses_bad_input_with_a_clear_message(tmp_path, capsys, name, code):
     pdf = fixture_pdf(name) if name != "absent.pdf" else tmp_path / name
@@ -41,3 +43,26 @@ def test_preview_page_cap_is_enforced(tmp_path, capsys):
     pdf = fixture_pdf("monthly_report.pdf")
     assert main(["preview", str(pdf), "--out", str(tmp_path), "--max-pages", "10"]) == 3
     assert "too_many_pages" in capsys.readouterr().err
+
+
+def test_preview_never_ends_in_a_traceback(tmp_path, capsys):
+    not_a_folder = tmp_path / "out"
+    not_a_folder.write_text("a file where the folder should be")
+    pdf = fixture_pdf("repeated_image.pdf")
+    assert main(["preview", str(pdf), "--out", str(not_a_folder)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("report-pipeline: failed: unexpected ") and err.count("\n") == 1
+    assert "Traceback" not in err and str(tmp_path) not in err
+
+
+def test_the_cli_refuses_a_planted_scratch_link_with_a_documented_code(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # a shared $TMPDIR
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / f"report_pipeline-preview-{os.getuid()}").symlink_to(victim)
+    pdf = str(fixture_pdf("no_images.pdf"))
+    assert main(["preview", pdf, "--out", str(tmp_path / "out")]) == EXIT_ERROR
+    assert "unsafe scratch folder" in capsys.readouterr().err
+    assert list(victim.iterdir()) == [] and not (tmp_path / "out").exists()

@@ -111,8 +111,9 @@ def publish(
     now = utc_now()
     peak = max((task.peak_rss_kib for task in archived), default=0)
     document = mf.build_manifest(
-        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak
-    )
+        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
+        staged.page_count, staged.repaired,
+    )  # fmt: skip
     store.put_bytes(ref.manifest_key, mf.dumps(document))
     if document["state"] == "complete":
         archive_by = parse_iso(document["deadlines"]["archive_delete_by"])

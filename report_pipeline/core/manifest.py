@@ -75,11 +75,14 @@ def _metrics(children: list[ChildRecord], peak_rss_kib: int) -> dict[str, Any]:
     }
 
 
-def _counts(expected: dict[int, int], children: list[ChildRecord]) -> dict[str, int]:
+def _counts(
+    expected: dict[int, int], children: list[ChildRecord], pages: int | None
+) -> dict[str, int]:
     archived = [c for c in children if c.state == "archived"]
     distinct = {c.content_hash: c.bytes for c in archived}
     return {
         "pages": len(expected),
+        "pages_unaccounted": max(0, (len(expected) if pages is None else pages) - len(expected)),
         "expected": sum(expected.values()),
         "accounted": len(children),
         "archived": len(archived),
@@ -97,10 +100,14 @@ def build_manifest(
     deadlines: Deadlines,
     created_at: str,
     peak_rss_kib: int = 0,
+    pages: int | None = None,
+    repaired: bool = False,
 ) -> dict[str, Any]:
-    """The parent is complete only when archived + quarantined equals the expected count."""
-    counts = _counts(expected, children)
-    complete = counts["archived"] + counts["quarantined"] == counts["expected"]
+    """The parent is complete only when archived + quarantined equals the expected count and
+    every one of the report's `pages` (as intake counted them) has its row."""
+    counts = _counts(expected, children, pages)
+    accounted = counts["archived"] + counts["quarantined"] == counts["expected"]
+    complete = accounted and counts["pages_unaccounted"] == 0
     return {
         "schema_version": SCHEMA_VERSION,
         "parent_revision": ref.revision,
@@ -109,6 +116,7 @@ def build_manifest(
         "source_hash": ref.source_hash,
         "extractor_version": ref.extractor_version,
         "state": "complete" if complete else "incomplete",
+        "repaired": repaired,
         "created_at": created_at,
         "deadlines": asdict(deadlines),
         "counts": counts,

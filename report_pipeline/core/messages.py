@@ -69,6 +69,7 @@ class StagedReport:
     source_bytes: int
     superseded: int
     reused: bool  # the revision already has a manifest: nothing is extracted again
+    repaired: bool = False  # MuPDF opened the PDF only by repairing its cross-reference table
 
 
 @dataclass(frozen=True)

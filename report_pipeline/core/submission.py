@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from report_pipeline.core.intake import (
+    INSPECTION_FAILED,
     RefusedInput,
     check_month,
     inspect_pdf,
@@ -44,6 +45,7 @@ class Admission:
     revision: str  # the idempotency key, hashed: also the sensor's run key
     size: int
     pages: int
+    repaired: bool = False  # MuPDF opened it only by repairing its cross-reference table
 
     def tags(self) -> dict[str, str]:
         return revision_tags(self.revision, self.report_id, self.source_hash, self.ref.source)
@@ -92,19 +94,31 @@ def admit(
     source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
 ) -> Admission:
     """Stream the report into a private file with the byte cap, then check %PDF, encryption,
-    structure and page count. Nothing is kept: the private directory goes when this returns."""
+    structure and page count. Nothing is kept: the private directory goes when this returns.
+
+    Whatever goes wrong on the way (a source that fails mid-read, a decoder error) is a
+    refusal with a code, `inspection_failed` when nothing more specific is known."""
+    try:
+        return _admit(source, ref, month, settings, owner)
+    except RefusedInput:
+        raise
+    except Exception as error:
+        raise RefusedInput(
+            INSPECTION_FAILED, f"report could not be read or inspected ({type(error).__name__})"
+        ) from error
+
+
+def _admit(
+    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+) -> Admission:
     limits = settings.limits
     with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
         with source.opened(ref, workdir, limits.max_report_bytes) as path:
-            if path.stat().st_size > limits.max_report_bytes:  # refuse early; never to admit
-                raise RefusedInput(
-                    "too_large", f"report is larger than {limits.max_report_bytes} bytes"
-                )
             staged, digest, size = stage_stream(path, workdir, limits.max_report_bytes)
-        pages = inspect_pdf(staged, limits)
+        checked = inspect_pdf(staged, limits)
     report_id = report_id_for(source.name, month)
     revision = revision_for(report_id, digest, settings.extractor_version)
-    return Admission(ref, month, report_id, digest, revision, size, pages)
+    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.repaired)
 
 
 def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:

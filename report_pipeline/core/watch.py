@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from report_pipeline.core.intake import INSPECTION_FAILED
 from report_pipeline.core.sources import Entry, ReportSource, newest
 
 CURSOR_VERSION = 1
@@ -21,6 +22,9 @@ SWEEP_SECONDS = 600
 # Folder timestamps are coarse: a token younger than this may hide a later change in the same
 # tick of the clock, so it is not trusted until the next look.
 RACY_NS = 1_000_000_000
+# Refusals that may pass on another try (a source failing mid-read): looked at again on the next
+# sweep rather than every tick, so a report that always fails costs one read per sweep.
+RETRIED_REFUSALS = (INSPECTION_FAILED,)
 
 
 @dataclass
@@ -62,17 +66,22 @@ def changed_heads(
     """Each month whose current report (the newest settled file) differs from the cursor's.
 
     A month with a file still arriving (changed less than `settle_ns` ago) waits a tick, and so
-    does a month that is not a partition yet. Reasons for waiting are appended to `notes`.
+    does a month that is not a partition yet or cannot be listed. Reasons for waiting are
+    appended to `notes`; a source that fails to list leaves the other sources unaffected.
     """
+    months = _listed(source.months, source.name, notes)
     changes = []
-    for month, token in sorted(source.months()):
+    for month, token in sorted(months or []):
         state = cursor.month(source.name, month)
         if token and not sweep and token == state.get("token"):
             continue
         if not is_open(month):
             notes.append(f"{source.name} {month}: not a monthly partition yet; waiting")
             continue
-        entries = source.entries(month)
+        entries = _listed(lambda m=month: source.entries(m), f"{source.name} {month}", notes)
+        if entries is None:
+            state["token"] = 0
+            continue
         if any(entry.changed_ns > now_ns - settle_ns for entry in entries):
             notes.append(f"{source.name} {month}: a report is still arriving; waiting")
             state["token"] = 0
@@ -81,9 +90,19 @@ def changed_heads(
         if not entries:
             continue
         head = newest(entries)
-        if head.fingerprint != state.get("fingerprint"):
+        retry = sweep and state.get("refused") in RETRIED_REFUSALS
+        if retry or head.fingerprint != state.get("fingerprint"):
             changes.append(Change(source, month, head))
     return changes
+
+
+def _listed(listing: Callable[[], list], where: str, notes: list[str]) -> list | None:
+    """The listing, or None (with a note) when the source fails to list."""
+    try:
+        return listing()
+    except Exception as error:  # a source's own errors (network, permissions) vary by backend
+        notes.append(f"{where}: cannot be listed ({type(error).__name__}); trying again next tick")
+        return None
 
 
 def record(cursor: Cursor, change: Change, source_hash: str = "", refused: str = "") -> bool:

@@ -18,6 +18,7 @@ from report_pipeline.core import manifest as mf
 from report_pipeline.core.extract import ImageOutcome
 from report_pipeline.core.intake import (
     EXTRACTOR_VERSION,
+    INSPECTION_FAILED,
     Limits,
     RefusedInput,
     inspect_pdf,
@@ -89,31 +90,39 @@ def stage(
             raise RefusedInput(
                 "changed", "the report changed after intake; its new bytes get their own run"
             )
-        pages = inspect_pdf(path, settings.limits)
+        checked = inspect_pdf(path, settings.limits)
         report_id = report_id_for(source_name, month)
         revision = revision_for(report_id, digest, settings.extractor_version)
         ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
+        staged = StagedReport(ref, checked.pages, size, superseded, False, checked.repaired)
         if complete_manifest(store, ref) is not None:
-            return StagedReport(ref, pages, size, superseded, reused=True), []
-        counts = _count_draws(path)
+            return replace(staged, reused=True), []
+        counts = _image_counts(path, checked.pages)
         store.put_file(ref.staged_key, path)
         deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, revision)
-    staged = StagedReport(ref, pages, size, superseded, reused=False)
     return staged, _plan(store, ref, counts, pages_per_task, target_units, settings.decode)
-
-
-def _count_draws(path: Path) -> list[tuple[int, int]]:
-    try:
-        with open_pdf(path) as doc:
-            return count_images(doc)
-    except TooManyImages as exc:
-        raise RefusedInput("too_many_images", str(exc)) from None
 
 
 def _budget(share: float, decode: DecodeSettings) -> float:
     """A task's CPU budget: its share of the report's estimated work, with a floor so that a
     small task is not stopped by noise."""
     return max(decode.min_task_cpu_seconds, share * decode.report_cpu_seconds)
+
+
+def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
+    """Per page (images, pixels) for planning; every page intake counted must be listed."""
+    try:
+        with open_pdf(path) as doc:
+            counts = count_images(doc)
+    except TooManyImages as exc:
+        raise RefusedInput("too_many_images", str(exc)) from None
+    except Exception as error:
+        raise RefusedInput(
+            INSPECTION_FAILED, f"PDF pages could not be read ({type(error).__name__})"
+        ) from None
+    if len(counts) != pages:
+        raise RefusedInput("page_count_mismatch", f"PDF lists {len(counts)} of its {pages} pages")
+    return counts
 
 
 def _plan(

@@ -16,6 +16,7 @@ def staged_metadata(staged: StagedReport) -> dict[str, Any]:
         "revision": staged.ref.revision,
         "source_sha256": staged.ref.source_hash,
         "pages": staged.page_count,
+        "repaired": staged.repaired,
         "source_bytes": staged.source_bytes,
         "superseded_reports": staged.superseded,
         "reused_existing_manifest": staged.reused,
@@ -73,6 +74,7 @@ def manifest_metadata(manifest: dict[str, Any], key: str, reused: bool) -> dict[
     counts, metrics = manifest["counts"], manifest["metrics"]
     return {
         "state": manifest["state"],
+        "repaired": manifest.get("repaired", False),
         "revision": manifest["parent_revision"],
         "manifest_key": key,
         "reused_existing_manifest": reused,

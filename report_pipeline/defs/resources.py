@@ -82,6 +82,7 @@ class WorkerResource(dg.ConfigurableResource):
     max_image_stream_bytes: int = Limits.max_image_stream_bytes
     max_image_pixels: int = Limits.max_image_pixels
     max_image_side: int = Limits.max_image_side
+    refuse_repaired: bool = Limits.refuse_repaired  # True: a PDF MuPDF must repair is `damaged`
     work_minutes: int = RetentionPolicy.work_minutes
     archive_days: int = RetentionPolicy.archive_days
     lease_minutes: int = RetentionPolicy.lease_minutes
@@ -95,7 +96,7 @@ class WorkerResource(dg.ConfigurableResource):
     def settings(self) -> WorkerSettings:
         limits = Limits(
             self.max_report_bytes, self.max_pages, self.max_image_stream_bytes,
-            self.max_image_pixels, self.max_image_side,
+            self.max_image_pixels, self.max_image_side, self.refuse_repaired,
         )  # fmt: skip
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
         root = _setting(self.work_root, "REPORT_PIPELINE_WORK", "var/work")

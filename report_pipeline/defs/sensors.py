@@ -95,6 +95,8 @@ def build_new_report_sensor(
         if sweep:
             cursor.swept_ns = now
         if requests:
+            if notes:  # no skip reason shows them
+                context.log.info("; ".join(notes))
             return dg.SensorResult(run_requests=requests, cursor=cursor.dumps())
         reason = "; ".join(notes) or "no new or changed reports"
         return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=cursor.dumps())

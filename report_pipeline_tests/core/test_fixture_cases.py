@@ -103,7 +103,8 @@ def test_report_without_images_is_complete_with_zero_children(run_fixture):
 @pytest.mark.parametrize(
     ("name", "code"),
     [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "damaged")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_small.pdf", "page_count_mismatch"),
+     ("count_too_large.pdf", "page_count_mismatch")],
 )  # fmt: skip
 def test_unusable_files_are_refused_and_nothing_is_archived(run_fixture, store, name, code):
     with pytest.raises(RefusedInput) as caught:

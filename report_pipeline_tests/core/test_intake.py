@@ -19,7 +19,8 @@ from report_pipeline_tests.conftest import fixture_pdf
 @pytest.mark.parametrize(
     ("name", "code"),
     [("not_a_pdf.pdf", "not_pdf"), ("encrypted.pdf", "encrypted"),
-     ("truncated_pdf.pdf", "damaged")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_small.pdf", "page_count_mismatch"),
+     ("count_too_large.pdf", "page_count_mismatch")],
 )  # fmt: skip
 def test_unusable_reports_are_refused_with_a_reason(name, code):
     with pytest.raises(RefusedInput) as caught:
@@ -31,7 +32,7 @@ def test_unusable_reports_are_refused_with_a_reason(name, code):
 def test_page_cap():
     with pytest.raises(RefusedInput, match="too_many_pages"):
         inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=139))
-    assert inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=140)) == 140
+    assert inspect_pdf(fixture_pdf("monthly_report.pdf"), Limits(max_pages=140)).pages == 140
 
 
 def test_staging_streams_with_a_byte_cap_and_private_random_names(tmp_path):
@@ -41,6 +42,17 @@ def test_staging_streams_with_a_byte_cap_and_private_random_names(tmp_path):
     assert staged.name != source.name and oct(staged.stat().st_mode & 0o777) == "0o600"
     with pytest.raises(RefusedInput, match="too_large"):
         stage_stream(fixture_pdf("monthly_report.pdf"), tmp_path, max_bytes=10_000)
+
+
+def test_a_file_over_the_cap_is_refused_before_a_byte_is_copied(tmp_path):
+    huge = tmp_path / "huge.pdf"
+    with open(huge, "wb") as handle:  # sparse: the size is known without reading
+        handle.truncate(1 << 30)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with pytest.raises(RefusedInput, match="too_large"):
+        stage_stream(huge, workdir, max_bytes=1 << 20)
+    assert list(workdir.iterdir()) == []  # no private copy was even started
 
 
 def test_an_unreadable_source_is_refused_without_its_path(tmp_path):

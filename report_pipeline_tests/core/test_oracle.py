@@ -20,7 +20,9 @@ from report_pipeline_tests.conftest import FIXTURES
 REFUSED = {  # fixtures that are refused whole, with the code that accounts for them
     "encrypted.pdf": "encrypted",
     "not_a_pdf.pdf": "not_pdf",
-    "truncated_pdf.pdf": "damaged",
+    "truncated_pdf.pdf": "bad_page_tree",
+    "count_too_small.pdf": "page_count_mismatch",
+    "count_too_large.pdf": "page_count_mismatch",
 }
 
 

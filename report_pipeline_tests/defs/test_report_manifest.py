@@ -34,6 +34,21 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
     assert sum(r["images"] for r in rows) == 423
 
 
+def test_a_repaired_report_says_so_on_the_step_and_the_asset(inbox, materialize, tmp_path):
+    inbox("broken_xref.pdf")
+    result = materialize()
+    assert result.success and materialization(result)["repaired"] is True
+    (staged,) = [
+        e for e in events(result, "STEP_OUTPUT", "stage_report")
+        if e.event_specific_data.step_output_handle.output_name == "staged"
+    ]  # fmt: skip
+    assert staged.event_specific_data.metadata["repaired"].value is True
+    inbox("broken_xref.pdf", month="2026-09")
+    refusing = WorkerResource(work_root=str(tmp_path / "w"), refuse_repaired=True)
+    (failure,) = events(materialize("2026-09", settings=refusing), "STEP_FAILURE")
+    assert "report refused (damaged)" in failure.step_failure_data.error.message
+
+
 def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
     inbox("repeated_image.pdf")
     result = materialize(settings=WorkerResource(work_root=str(tmp_path / "w"), pages_per_task=1))
@@ -66,7 +81,7 @@ def test_no_source_path_name_or_bytes_reaches_logs_events_or_output(
 @pytest.mark.parametrize(
     ("name", "code"),
     [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "damaged")],
+     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_large.pdf", "page_count_mismatch")],
 )  # fmt: skip
 def test_refused_reports_fail_clearly_once_and_write_nothing(
     inbox, materialize, tmp_path, name, code

@@ -62,7 +62,8 @@ def test_a_failed_run_does_not_block_an_explicit_submit(source, drop, tmp_path, 
 @pytest.mark.parametrize(
     ("fixture", "limits", "code"),
     [("not_a_pdf.pdf", {}, "not_pdf"), ("encrypted.pdf", {}, "encrypted"),
-     ("truncated_pdf.pdf", {}, "damaged"), ("monthly_report.pdf", {"max_pages": 10},
+     ("truncated_pdf.pdf", {}, "bad_page_tree"),
+     ("count_too_large.pdf", {}, "page_count_mismatch"), ("monthly_report.pdf", {"max_pages": 10},
      "too_many_pages"), ("monthly_report.pdf", {"max_report_bytes": 1000}, "too_large")],
 )  # fmt: skip
 def test_refusals_launch_nothing_and_write_nothing(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from report_pipeline.cli import EXIT_DAGSTER, SUBMIT_CLASSES, main
+from report_pipeline.cli import EXIT_DAGSTER, EXIT_ERROR, SUBMIT_CLASSES, main
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.intake.live import free_port
 
@@ -81,8 +81,12 @@ CASES = [  # (refusal class, code, message, how to make the reference, month)
      lambda env, drop: too_many_pages(env / "inbox" / "uploads"), "2026-09"),
     ("unreadable", "encrypted", "PDF is encrypted; submit an unencrypted copy",
      lambda env, drop: drop("encrypted.pdf", folder="uploads"), "2026-09"),
-    ("unreadable", "damaged", "PDF is damaged (truncated or broken cross-reference)",
+    ("page_tree", "bad_page_tree", "PDF page tree is malformed: a page or page node is missing",
      lambda env, drop: drop("truncated_pdf.pdf", folder="uploads"), "2026-09"),
+    ("page_tree", "page_count_mismatch", "PDF page tree holds 2500 pages but its /Count says 1",
+     lambda env, drop: drop("count_too_small.pdf", folder="uploads"), "2026-09"),
+    ("page_tree", "page_count_mismatch", "PDF page tree holds 3 pages but its /Count says 1000",
+     lambda env, drop: drop("count_too_large.pdf", folder="uploads"), "2026-09"),
 ]  # fmt: skip
 
 
@@ -101,12 +105,13 @@ def test_each_refusal_has_its_message_and_exit_code_and_writes_nothing(
 
 
 def test_exit_codes_are_distinct_per_class_and_documented_in_the_help(capsys):
-    codes = [code for code, _ in SUBMIT_CLASSES.values()] + [EXIT_DAGSTER, 0, 2]
+    codes = [code for code, _ in SUBMIT_CLASSES.values()] + [EXIT_DAGSTER, EXIT_ERROR, 0, 2]
     assert len(set(codes)) == len(codes)
     with pytest.raises(SystemExit):
         main(["submit", "--help"])
     help_text = capsys.readouterr().out
     assert all(f"  {code}  {kind}:" in help_text for kind, (code, _) in SUBMIT_CLASSES.items())
+    assert f"  {EXIT_ERROR}   an unexpected error" in help_text
 
 
 def test_an_unreachable_webserver_has_its_own_exit_code_and_registers_nothing(env, drop, capsys):

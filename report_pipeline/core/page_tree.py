@@ -1,0 +1,90 @@
+"""Count a PDF's pages from its page tree, independently of /Count.
+
+MuPDF's page count is the root's /Count as written: a file can claim one page while its tree
+holds thousands, or claim more than exist (then MuPDF raises). Intake walks /Kids from the
+catalog itself, bounded in depth and nodes and refusing cycles, and compares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pymupdf
+
+MAX_DEPTH = 64  # real trees are a handful of levels deep
+MAX_NODES = 100_000  # pages and intermediate nodes together
+_REF = re.compile(r"(\d+)\s+(\d+)\s+R")
+
+
+class BadPageTree(Exception):
+    """The page tree cannot be walked: a cycle, too deep, too large, or not a tree of pages."""
+
+
+@dataclass(frozen=True)
+class PageTree:
+    leaves: int  # pages found by walking /Kids
+    declared: int | None  # the root's /Count as written (None: missing or not an integer)
+
+
+def _ref(kind: str, value: str) -> int | None:
+    match = _REF.fullmatch(value.strip()) if kind == "xref" else None
+    return int(match.group(1)) if match else None
+
+
+def _kids(doc: pymupdf.Document, node: int) -> list[int] | None:
+    """The node's /Kids as object numbers; None when it has none."""
+    kind, value = doc.xref_get_key(node, "Kids")
+    if kind == "xref":
+        value = doc.xref_object(int(value.split()[0]), compressed=True)
+    elif kind != "array":
+        return None
+    inner = value.strip().removeprefix("[").removesuffix("]")
+    if _REF.sub("", inner).strip():
+        raise BadPageTree("a /Kids entry is not a reference")
+    return [int(number) for number, _ in _REF.findall(inner)]
+
+
+def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
+    kind, value = doc.xref_get_key(node, "Type")
+    if value == "/Pages" or (kind == "null" and kids is not None):
+        return False
+    if value == "/Page" or kind == "null":
+        return True
+    raise BadPageTree(f"a {value} object sits in the page tree")
+
+
+def _root(doc: pymupdf.Document) -> int:
+    catalog = doc.pdf_catalog()
+    root = _ref(*doc.xref_get_key(catalog, "Pages")) if catalog > 0 else None
+    if root is None:
+        raise BadPageTree("the catalog has no /Pages reference")
+    return root
+
+
+def _declared(doc: pymupdf.Document, root: int) -> int | None:
+    kind, value = doc.xref_get_key(root, "Count")
+    return int(value) if kind == "int" else None
+
+
+def walk(doc: pymupdf.Document) -> PageTree:
+    """Count the leaves under the catalog's /Pages, depth first, each node at most once."""
+    root = _root(doc)
+    stack, seen, leaves = [(root, 0)], set(), 0
+    while stack:
+        node, depth = stack.pop()
+        if node in seen:
+            raise BadPageTree("the page tree has a cycle or a shared node")
+        if depth > MAX_DEPTH or len(seen) >= MAX_NODES:
+            raise BadPageTree(
+                f"the page tree is deeper than {MAX_DEPTH} or larger than {MAX_NODES}"
+            )
+        if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
+            raise BadPageTree("a page or page node is missing from the file (truncated?)")
+        seen.add(node)
+        kids = _kids(doc, node)
+        if _is_leaf(doc, node, kids):
+            leaves += 1
+        else:
+            stack.extend((kid, depth + 1) for kid in reversed(kids or []))
+    return PageTree(leaves, _declared(doc, root))
