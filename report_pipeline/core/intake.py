@@ -18,7 +18,7 @@ import pymupdf
 from report_pipeline.core import page_tree, storage
 from report_pipeline.core.workdir import private_file
 
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"  # 2: every draw by any path, its origin; isolated decoding; new classes
 INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
