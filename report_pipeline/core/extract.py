@@ -18,7 +18,6 @@ from report_pipeline.core.pdf_pages import (
     components_of,
     filters_of,
     flate_predictor,
-    page_images,
 )
 from report_pipeline.core.retention import iso, utc_now
 from report_pipeline.core.validation import Quarantined
@@ -175,7 +174,3 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
 
 def _declared(ref: ImageRef) -> str:
     return inline.declared_type(ref) if ref.inline is not None else validation.declared_type(ref)
-
-
-def process_page(doc: pymupdf.Document, page_number: int, limits: Limits) -> list[Processed]:
-    return [process_image(doc, ref, limits) for ref in page_images(doc, page_number)]
