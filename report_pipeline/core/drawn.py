@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.type3 import Type3Glyphs
+
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
 _CONTAINERS = ("Pattern", "XObject", "Font")
 
@@ -32,18 +34,18 @@ class TooManyDraws(Exception):
     """A page draws more images than the limit allows."""
 
 
-class DrawFinder(mupdf.PdfProcessor2):
+class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
-                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf"):  # fmt: skip
+                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf", "op_q", "op_Q",
+                   "op_Tj", "op_TJ", "op_squote", "op_dquote"):  # fmt: skip
             getattr(self, f"use_virtual_{op}")()
         self.doc, self.limit = doc, limit
         self.draws: list[Draw] = []
         self.path: list[str] = []
         self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
         self.resources: list[mupdf.PdfObj] = []
-        self.fonts_done: set[int] = set()
         self.overflow = False
         self.broken_streams = 0
 
@@ -89,20 +91,6 @@ class DrawFinder(mupdf.PdfProcessor2):
             self.run("pattern", pattern)
 
     op_SC_pattern = op_sc_pattern
-
-    def op_Tf(self, ctx, name, font, size) -> None:
-        obj = self._lookup("Font", name)
-        if not obj or mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype).m_internal is None:
-            return
-        subtype = mupdf.pdf_to_name(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype))
-        number = mupdf.pdf_to_num(obj)
-        if subtype != "Type3" or number in self.fonts_done:
-            return
-        self.fonts_done.add(number)  # glyph procedures: once per page that selects the font
-        procs = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_CharProcs)
-        own = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Resources)
-        for i in range(mupdf.pdf_dict_len(procs) if procs.m_internal else 0):
-            self.run("type3", mupdf.pdf_dict_get_val(procs, i), own)
 
     # -- running streams -------------------------------------------------------------------
     def run(self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None) -> None:
