@@ -4,13 +4,17 @@ and nothing over the pixel cap is archived."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from report_pipeline.core.intake import Limits
 from report_pipeline_tests.conftest import FIXTURES
+
+ROOT = FIXTURES.parent.parent
 
 HOSTILE = sorted(
     p.name
@@ -51,3 +55,29 @@ def test_a_hostile_file_ends_with_a_reason_in_bounded_memory(name, tmp_path):
         assert child["state"] == "archived" or child["quarantine_reason"]
         if child["state"] == "archived":
             assert child["width"] * child["height"] <= Limits.max_image_pixels
+
+
+def test_a_dagster_run_on_hostile_images_stays_bounded_and_archives_nothing_over_the_cap(tmp_path):
+    """`dagster asset materialize` as an operator would run it, in its own process tree."""
+    inbox = tmp_path / "inbox" / "2026-10"
+    inbox.mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "hostile_images.pdf", inbox / "report.pdf")
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copyfile(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home),
+           "REPORT_PIPELINE_INBOX": str(tmp_path / "inbox"),
+           "REPORT_PIPELINE_STORE": str(tmp_path / "store"),
+           "REPORT_PIPELINE_WORK": str(tmp_path / "work")}  # fmt: skip
+    command = [str(Path(sys.executable).with_name("dagster")), "asset", "materialize", "-m",
+               "report_pipeline.definitions", "--select", "report_manifest", "--partition",
+               "2026-10"]  # fmt: skip
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert usage.ru_maxrss < PEAK_LIMIT_KIB
+    (manifest_path,) = (tmp_path / "store").rglob("manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["state"] == "complete" and manifest["counts"]["archived"] == 0
+    assert {c["quarantine_reason"] for c in manifest["children"]} == {"dimension_mismatch"}
