@@ -32,7 +32,12 @@ def pdfimages_rows(path) -> list[tuple[int, str, int]]:
     if binary is None:
         pytest.fail("pdfimages is missing: install Debian poppler-utils (.ci/system-packages)")
     listing = subprocess.run(
-        [binary, "-list", str(path)], capture_output=True, text=True, timeout=300, check=True
+        [binary, "-list", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        timeout=300,
+        check=True,
     ).stdout
     rows = []
     for line in listing.splitlines()[2:]:
