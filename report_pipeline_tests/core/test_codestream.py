@@ -173,3 +173,33 @@ def test_a_header_beyond_the_prefix_limit_is_undecodable_and_a_cut_one_truncated
     assert reason(check, cut, filters, ["", ""], (40, 30), Limits()) == "truncated"
     assert len(comments) > prefix.PREFIX_LIMIT
 
+
+@pytest.mark.parametrize(
+    ("parms", "size"),
+    [("<</K -1/Columns 64/Rows 48>>", (64, 48)), ("<</K -1/Columns 64>>", (64, 48)),
+     ("", (1728, 9)), ("<</Columns 1728/Rows 0>>", (1728, 9))],
+)  # fmt: skip
+def test_ccitt_columns_and_rows_are_its_header_size(parms, size):
+    validation.check_codestream(b"\x00", ("CCITTFaxDecode",), [parms], size, Limits())
+
+
+@pytest.mark.parametrize(
+    ("filters", "parms", "size", "expected"),
+    [(("CCITTFaxDecode",), ["<</K -1/Columns 128/Rows 48>>"], (64, 48), "dimension_mismatch"),
+     (("CCF",), ["<</K -1/Columns 64/Rows 47>>"], (64, 48), "dimension_mismatch"),
+     (("CCITTFaxDecode",), [""], (64, 48), "dimension_mismatch"),
+     (("FlateDecode", "CCITTFaxDecode"), ["", "<</Columns 128>>"], (64, 48), "dimension_mismatch"),
+     (("CCITTFaxDecode",), ["<</Columns 30000>>"], (30000, 10), "dimensions_exceed_cap"),
+     (("CCITTFaxDecode",), ["<</Columns 19000/Rows 19000>>"], (19000, 19000),
+      "pixel_cap_exceeded")],
+)  # fmt: skip
+def test_ccitt_parameters_that_contradict_the_dictionary_or_the_caps_stop_the_image(
+    filters, parms, size, expected
+):
+    raw = zlib.compress(b"\x00") if filters[0] == "FlateDecode" else b"\x00"
+    assert reason(validation.check_codestream, raw, filters, parms, size, Limits()) == expected
+
+
+def test_ccitt_size_defaults_to_1728_columns_and_an_open_height():
+    assert validation.fax_size("") == (1728, None)
+    assert validation.fax_size("<</K -1/Columns 64/Rows 48>>") == (64, 48)
