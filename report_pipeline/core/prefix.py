@@ -2,7 +2,8 @@
 
 Only the pre-filters (FlateDecode, ASCIIHexDecode, ASCII85Decode, LZWDecode with EarlyChange,
 RunLengthDecode) are decoded, and never more than ``limit`` bytes out of each, so a stream that
-inflates to gigabytes costs at most ``limit`` bytes here. Corrupt input raises Quarantined.
+inflates to gigabytes costs at most ``limit`` bytes here. A filter's PNG or TIFF predictor is undone
+on that prefix (predictor.py). Corrupt input raises Quarantined.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import re
 import zlib
 from collections.abc import Sequence
 
+from report_pipeline.core import predictor
 from report_pipeline.core.codestream import canonical
 from report_pipeline.core.quarantine import Quarantined
 
 PREFIX_LIMIT = 256 * 1024
 _WHITESPACE = b"\x00\t\n\x0c\r "
+PREDICTED = {"FlateDecode", "LZWDecode"}  # the filters a /Predictor applies to
 
 
 def parm(parms: str, key: str, default: int) -> int:
@@ -141,8 +144,9 @@ def decode_prefix(
         decoder = DECODERS.get(canonical(name))
         if decoder is None:
             raise Quarantined("undecodable", f"{name} cannot be decoded before another filter")
-        if parm(parms_of_filter, "Predictor", 1) > 1:
-            raise Quarantined("undecodable", f"{name} with a predictor before an image codec")
         data, done = decoder(data, limit, parms_of_filter)
+        if canonical(name) in PREDICTED:
+            geometry = (parm(parms_of_filter, key, default) for key, default in predictor.KEYS)
+            data = predictor.undo(data, *geometry)
         complete = complete and done
     return data, complete

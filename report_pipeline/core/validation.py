@@ -61,7 +61,8 @@ def check_codestream(
 ) -> None:
     """Through a bounded prefix of the chain: the last codec's signature, then its header size.
 
-    The size the codestream declares must be the dictionary's (``size``) and within the caps.
+    The size the codestream declares (for CCITT: its /Columns and /Rows) must be the dictionary's
+    (``size``) and within the caps.
     """
     if not filters:
         return
@@ -70,17 +71,31 @@ def check_codestream(
     if len(filters) > 1:
         data, complete = prefix.decode_prefix(raw, filters[:-1], parms[:-1])
         check_codec(codec, data)
+    if codec == "CCITTFaxDecode":
+        check_header_size(fax_size(parms[-1]), size, limits)
     if codec not in codestream.SIZES:
         return
     try:
-        width, height = codestream.SIZES[codec](data)
+        header = codestream.SIZES[codec](data)
     except Quarantined as short:
         if complete or short.reason != "truncated":
             raise
         raise Quarantined(
             "undecodable", f"no {codec} header in the first {len(data)} bytes"
         ) from None
-    header = (width, height or size[1])  # a JPEG DNL or striped JBIG2 page leaves height open
+    check_header_size(header, size, limits)
+
+
+def fax_size(parms: str) -> tuple[int, int | None]:
+    """CCITT data has no header: its /DecodeParms /Columns (default 1728) and /Rows stand in."""
+    return prefix.parm(parms, "Columns", 1728), prefix.parm(parms, "Rows", 0) or None
+
+
+def check_header_size(
+    header: tuple[int, int | None], size: tuple[int, int], limits: Limits
+) -> None:
+    """The size a codestream states must be the dictionary's ``size``, and within the caps."""
+    header = (header[0], header[1] or size[1])  # JPEG DNL, striped JBIG2, no /Rows: height open
     if header != size:
         raise Quarantined(
             "dimension_mismatch", f"header says {header[0]}x{header[1]}, PDF declares "

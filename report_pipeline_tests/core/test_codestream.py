@@ -25,14 +25,6 @@ def reason(call, *args) -> str:
     return caught.value.reason
 
 
-def tfm_lookalike_zlib(data: bytes) -> bytes:
-    """A valid zlib stream whose 3rd/4th bytes (a 17-byte stored block) read as a TeX TFM."""
-    rest = zlib.compressobj(9, zlib.DEFLATED, -15)
-    stored = b"\x00" + struct.pack("<HH", 17, 0xFFFF ^ 17) + data[:17]
-    tail = rest.compress(data[17:]) + rest.flush()
-    return b"\x78\x01" + stored + tail + struct.pack(">I", zlib.adler32(data))
-
-
 @pytest.mark.parametrize("options", [{}, {"progressive": True}, {"quality": 20}])
 def test_jpeg_size_comes_from_the_frame_header(options):
     assert codestream.jpeg_size(jpeg(123, 45, **options)) == (123, 45)
@@ -107,7 +99,7 @@ def test_a_broken_jbig2_stream_is_quarantined_not_crashed(data, expected):
     [("DCTDecode", jpeg(), "image/jpeg"), ("DCT", jpeg(), "image/jpeg"),
      ("JPXDecode", enc.j2k_header(4, 4), "image/x-jp2-codestream"),
      ("JPXDecode", codestream.JP2_SIGNATURE, "image/jp2"),
-     ("FlateDecode", tfm_lookalike_zlib(bytes(range(256)) * 9), "application/zlib"),
+     ("FlateDecode", enc.tfm_lookalike_zlib(bytes(range(256)) * 9), "application/zlib"),
      ("JBIG2Decode", enc.jbig2_embedded(8, 8, b""), "image/x-jbig2"),
      ("ASCIIHexDecode", b"0a 1B\n ff>", "text/x-asciihex"),
      ("ASCII85Decode", b"<~87cURD]i,\"Ebo80~>", "text/x-ascii85")],
@@ -118,7 +110,7 @@ def test_signatures_are_recognised_by_structure(codec, data, name):
 
 def test_a_zlib_stream_libmagic_calls_a_tex_font_metric_is_still_flate():
     data = bytes(range(256)) * 9
-    stream = tfm_lookalike_zlib(data)
+    stream = enc.tfm_lookalike_zlib(data)
     assert zlib.decompress(stream) == data
     assert validation.check_codec("FlateDecode", stream) == "application/zlib"
 
@@ -180,3 +172,34 @@ def test_a_header_beyond_the_prefix_limit_is_undecodable_and_a_cut_one_truncated
     cut = zlib.compress(b"\xff\xd8" + comments[:100_000])
     assert reason(check, cut, filters, ["", ""], (40, 30), Limits()) == "truncated"
     assert len(comments) > prefix.PREFIX_LIMIT
+
+
+@pytest.mark.parametrize(
+    ("parms", "size"),
+    [("<</K -1/Columns 64/Rows 48>>", (64, 48)), ("<</K -1/Columns 64>>", (64, 48)),
+     ("", (1728, 9)), ("<</Columns 1728/Rows 0>>", (1728, 9))],
+)  # fmt: skip
+def test_ccitt_columns_and_rows_are_its_header_size(parms, size):
+    validation.check_codestream(b"\x00", ("CCITTFaxDecode",), [parms], size, Limits())
+
+
+@pytest.mark.parametrize(
+    ("filters", "parms", "size", "expected"),
+    [(("CCITTFaxDecode",), ["<</K -1/Columns 128/Rows 48>>"], (64, 48), "dimension_mismatch"),
+     (("CCF",), ["<</K -1/Columns 64/Rows 47>>"], (64, 48), "dimension_mismatch"),
+     (("CCITTFaxDecode",), [""], (64, 48), "dimension_mismatch"),
+     (("FlateDecode", "CCITTFaxDecode"), ["", "<</Columns 128>>"], (64, 48), "dimension_mismatch"),
+     (("CCITTFaxDecode",), ["<</Columns 30000>>"], (30000, 10), "dimensions_exceed_cap"),
+     (("CCITTFaxDecode",), ["<</Columns 19000/Rows 19000>>"], (19000, 19000),
+      "pixel_cap_exceeded")],
+)  # fmt: skip
+def test_ccitt_parameters_that_contradict_the_dictionary_or_the_caps_stop_the_image(
+    filters, parms, size, expected
+):
+    raw = zlib.compress(b"\x00") if filters[0] == "FlateDecode" else b"\x00"
+    assert reason(validation.check_codestream, raw, filters, parms, size, Limits()) == expected
+
+
+def test_ccitt_size_defaults_to_1728_columns_and_an_open_height():
+    assert validation.fax_size("") == (1728, None)
+    assert validation.fax_size("<</K -1/Columns 64/Rows 48>>") == (64, 48)
