@@ -38,8 +38,7 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
-                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf", "op_q", "op_Q",
-                   "op_Tj", "op_TJ", "op_squote", "op_dquote"):  # fmt: skip
+                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf"):  # fmt: skip
             getattr(self, f"use_virtual_{op}")()
         self.doc, self.limit = doc, limit
         self.draws: list[Draw] = []

@@ -29,6 +29,15 @@ class Type3Glyphs:
         subtype = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype) if obj else None
         is_type3 = subtype is not None and mupdf.pdf_to_name(subtype) == "Type3"
         self.font = obj if is_type3 else None
+        if is_type3:
+            self._follow_text()
+
+    def _follow_text(self) -> None:
+        """Text and q/Q operators call back into Python only once a Type3 font is selected:
+        text-heavy pages pay nothing otherwise. Until then every saved state's font was not a
+        Type3 font, so restoring past the (empty) stack correctly gives None."""
+        for op in ("op_q", "op_Q", "op_Tj", "op_TJ", "op_squote", "op_dquote"):
+            getattr(self, f"use_virtual_{op}")()
 
     def op_Tj(self, ctx, string, length) -> None:
         self._show(string)

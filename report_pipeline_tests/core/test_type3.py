@@ -1,0 +1,28 @@
+"""Type3 glyph procedures count as drawing paths only for the characters a page shows."""
+
+import pymupdf
+import pytest
+
+from report_pipeline.core.pdf_pages import page_images
+from report_pipeline_tests.conftest import fixture_pdf
+
+TYPE3_PAGE = 5  # image_paths.pdf: font /T3, glyph "a" draws one image, glyph "b" another
+
+
+@pytest.mark.parametrize(
+    ("content", "drawn"),
+    [
+        (b"BT /T3 9 Tf (a) Tj ET", 1),
+        (b"BT /T3 9 Tf [(ab) 5 (a)] TJ ET", 2),  # each glyph once per page
+        (b"BT /T3 9 Tf (\\142) ' ET", 1),  # octal b, by the ' operator
+        (b"q BT /T3 9 Tf ET Q BT (ab) Tj ET", 0),  # Q restores the font before /T3
+        (b"BT /T3 9 Tf ET q Q BT (b) Tj ET", 1),  # a q/Q pair keeps it
+        (b"BT /Helv 9 Tf (ab) Tj ET", 0),  # not a Type3 font
+    ],
+)
+def test_a_glyph_procedure_is_a_path_only_when_its_character_is_shown(content, drawn):
+    with pymupdf.open(fixture_pdf("image_paths.pdf")) as doc:
+        page = doc[TYPE3_PAGE - 1]
+        doc.update_stream(page.get_contents()[0], content)
+        refs = page_images(doc, TYPE3_PAGE)
+    assert [r.origin for r in refs] == ["type3/xobject"] * drawn
