@@ -18,7 +18,9 @@ _TYPES = {
     mupdf.FZ_IMAGE_LZW: "lzw", mupdf.FZ_IMAGE_RLD: "runlength", mupdf.FZ_IMAGE_JPEG: "jpeg",
     mupdf.FZ_IMAGE_JPX: "jpx", mupdf.FZ_IMAGE_JBIG2: "jbig2", mupdf.FZ_IMAGE_BROTLI: "brotli",
 }  # fmt: skip
-_SIGNATURES = {"jpeg": b"\xff\xd8\xff"}
+# the codecs whose bytes have a structure (and, but for Flate, a header size) to check; an inline
+# CCITT image's /Columns is not reachable through MuPDF's bindings: its declared size caps it
+_CODECS = {"jpeg": "DCTDecode", "jpx": "JPXDecode", "jbig2": "JBIG2Decode", "flate": "FlateDecode"}
 
 
 def declared_type(ref: ImageRef) -> str:
@@ -37,14 +39,17 @@ def raw_bytes(ref: ImageRef) -> bytes:
 
 
 def precheck(ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
+    """The checks an image object gets, on the inline image's own bytes: size, signature,
+    declared size and the size its codestream header states."""
     raw = raw_bytes(ref)
     validation.check_size(len(raw), limits)
     validation.check_dimensions(ref.width, ref.height, limits)
-    kind = declared_type(ref)
-    magic = _SIGNATURES.get(kind)
-    if magic and not raw.startswith(magic):
-        raise validation.Quarantined("signature_mismatch", f"inline {kind} image is not {kind}")
-    return raw, kind if magic else None
+    codec = _CODECS.get(declared_type(ref))
+    if codec is None:
+        return raw, None
+    signature = validation.check_codec(codec, raw)
+    validation.check_codestream(raw, (codec,), [""], (ref.width, ref.height), limits)
+    return raw, signature
 
 
 def pixmap(ref: ImageRef) -> pymupdf.Pixmap:
