@@ -76,7 +76,7 @@ def _deadline(now: datetime, due: bool, past: timedelta, future: timedelta, rng)
 
 def crashed_workdir(work_root: Path, removable: datetime, policy: RetentionPolicy) -> Path:
     """A workdir whose worker died before `finally`, removable from `removable` (lease end)."""
-    owner = f"{secrets.token_hex(8)}/extract_page"
+    owner = f"{secrets.token_hex(8)}/extract_pages"
     lease = new_lease(owner, removable - timedelta(minutes=policy.lease_minutes),
                       policy.lease_minutes, policy.work_minutes)  # fmt: skip
     directory = create_workdir(work_root, lease)

@@ -28,7 +28,7 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
 def test_every_op_has_a_description_for_the_ui():
     asset = defs.resolve_assets_def("report_manifest")
     ops = {node.definition.name: node.definition for node in asset.node_def.node_dict.values()}
-    assert set(ops) == {"stage_report", "extract_page", "archive_page", "publish_manifest"}
+    assert set(ops) == {"stage_report", "extract_pages", "archive_pages", "publish_manifest"}
     assert all(op.description for op in ops.values())
     retried = {name for name, op in ops.items() if op.retry_policy is not None}
     assert retried == set(ops)  # every op does storage I/O; only storage errors retry

@@ -1,8 +1,8 @@
 import dagster as dg
 
 from report_pipeline.defs.ops import (
-    archive_page,
-    extract_page,
+    archive_pages,
+    extract_pages,
     publish_manifest,
     stage_report,
 )
@@ -15,5 +15,5 @@ def report_manifest():
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
     small summary; the manifest itself lives in the store at `manifest_key`."""
     staged, tasks = stage_report()
-    archived = tasks.map(extract_page).map(archive_page)
+    archived = tasks.map(extract_pages).map(archive_pages)
     return publish_manifest(staged, archived.collect())

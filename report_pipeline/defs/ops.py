@@ -82,7 +82,7 @@ def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, 
 
 
 @dg.op(retry_policy=STORAGE_RETRY)
-def extract_page(
+def extract_pages(
     context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource, task: PageTask
 ) -> dg.Output[ExtractedTask]:
     """Decode, validate and normalize every image on the task's pages in a private workdir.
@@ -104,7 +104,7 @@ def extract_page(
 
 
 @dg.op(retry_policy=STORAGE_RETRY)
-def archive_page(
+def archive_pages(
     context: dg.OpExecutionContext, store: StoreResource, extracted: ExtractedTask
 ) -> dg.Output[ArchivedTask]:
     """Move validated images into the revision's archive (once per content hash), keep

@@ -30,7 +30,7 @@ def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, mater
         first.output_for_node("report_manifest")["manifest_key"]
     ]
     assert second.output_for_node("report_manifest") == first.output_for_node("report_manifest")
-    assert events(second, "STEP_SUCCESS", "extract_page") == []
+    assert events(second, "STEP_SUCCESS", "extract_pages") == []
 
 
 def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, inbox, materialize):
@@ -41,8 +41,8 @@ def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, 
     )  # fmt: skip
     result = materialize(store=flaky)
     assert result.success
-    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_page")) == 2
-    assert events(result, "STEP_UP_FOR_RETRY", "extract_page") == []
+    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_pages")) == 2
+    assert events(result, "STEP_UP_FOR_RETRY", "extract_pages") == []
     manifest = read_manifest(tmp_path, result)
     assert {c["attempts"] for c in manifest["children"]} == {3}
     assert manifest["metrics"]["validated_first_attempt_pct"] == 0.0
@@ -92,7 +92,7 @@ def test_gate4_worker_removes_its_private_dir_on_failure(tmp_path, inbox, materi
     result = materialize(store=broken)
     assert not result.success
     (failure,) = events(result, "STEP_FAILURE")
-    assert failure.step_key.startswith("report_manifest.extract_page[")
+    assert failure.step_key.startswith("report_manifest.extract_pages[")
     assert "dead letter after 1 attempt(s)" in failure.step_failure_data.error.message
     assert events(result, "STEP_UP_FOR_RETRY") == []  # a permanent error is not retried
     (during,) = json.loads((tmp_path / "faults.seen").read_text())
@@ -108,7 +108,7 @@ def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materi
     )  # fmt: skip
     result = materialize(store=down)
     assert not result.success
-    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_page")) == 3  # 4 attempts in all
+    assert len(events(result, "STEP_UP_FOR_RETRY", "archive_pages")) == 3  # 4 attempts in all
     (failure,) = events(result, "STEP_FAILURE")
     assert "dead letter after 4 attempt(s)" in failure.step_failure_data.error.message
     assert not [k for k in objects(tmp_path) if k.endswith("manifest.json")]

@@ -26,7 +26,7 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
     assert meta["queue_age_p95_seconds"] >= 0 and meta["decode_peak_rss_mib"] > 50
     quarantined = [(r.data["page"], r.data["reason"]) for r in meta["quarantined_items"].records]
     assert quarantined == [(50, "truncated"), (100, "signature_mismatch")]
-    archive_steps = events(result, "STEP_OUTPUT", "archive_page")
+    archive_steps = events(result, "STEP_OUTPUT", "archive_pages")
     rows = [
         r.data for e in archive_steps for r in e.event_specific_data.metadata["pages"].value.records
     ]
@@ -53,8 +53,8 @@ def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
     inbox("repeated_image.pdf")
     result = materialize(settings=WorkerResource(work_root=str(tmp_path / "w"), pages_per_task=1))
     assert result.success
-    keys = sorted(e.step_key for e in events(result, "STEP_SUCCESS", "extract_page"))
-    assert keys == [f"report_manifest.extract_page[page_{n:04d}]" for n in range(1, 13)]
+    keys = sorted(e.step_key for e in events(result, "STEP_SUCCESS", "extract_pages"))
+    assert keys == [f"report_manifest.extract_pages[page_{n:04d}]" for n in range(1, 13)]
     assert materialization(result)["archived"] == 15
 
 
