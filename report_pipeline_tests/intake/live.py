@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+from report_pipeline_tests.conftest import fixture_pdf
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -72,9 +75,26 @@ class LiveDagster:
             ... on Sensor {{ {fields} }} }} }}"""
         return self.graphql(query, {"s": SENSOR})["sensorOrError"]
 
+    def set_sensor(self, running: bool) -> None:
+        """Start or stop `new_report_sensor`, as its toggle in the UI does."""
+        if running:
+            start = "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {"
+            self.graphql(start + " __typename } }", {"s": SENSOR})
+        else:
+            state = self.sensor("sensorState { id }")["sensorState"]["id"]
+            stop = "mutation($id: String) { stopSensor(id: $id) { __typename } }"
+            self.graphql(stop, {"id": state})
+
     def skip_reasons(self) -> list[str]:
         ticks = self.sensor("sensorState { ticks(limit: 50) { skipReason } }")
         return [t["skipReason"] or "" for t in ticks["sensorState"]["ticks"]]
+
+
+def place(root: Path, fixture: str, folder: str, name: str) -> Path:
+    """Copy a fixture PDF into the live inbox as `<folder>/<name>`."""
+    target = root / "inbox" / folder / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(fixture_pdf(fixture), target))
 
 
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 180.0) -> T:

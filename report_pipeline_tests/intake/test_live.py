@@ -14,16 +14,14 @@ import pytest
 
 from report_pipeline.cli import main
 from report_pipeline.core.submission import REPORT_ID_TAG, REVISION_TAG
-from report_pipeline_tests.conftest import fixture_pdf
-from report_pipeline_tests.intake.live import SENSOR, LiveDagster, running_dagster, wait_for
+from report_pipeline_tests.intake.live import (
+    LiveDagster,
+    place,
+    running_dagster,
+    wait_for,
+)
 
 BACKFILL = ["2026-05", "2026-06", "2026-07"]
-
-
-def place(root: Path, fixture: str, folder: str, name: str) -> Path:
-    target = root / "inbox" / folder / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copyfile(fixture_pdf(fixture), target))
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +31,7 @@ def live(tmp_path_factory) -> Iterator[LiveDagster]:
     they succeed the months' files go and the sensor is switched back on for the gate tests."""
     root = tmp_path_factory.mktemp("live")
     with running_dagster(root) as server:
-        state = server.sensor("sensorState { id }")["sensorState"]["id"]
-        server.graphql(
-            "mutation($id: String) { stopSensor(id: $id) { __typename } }", {"id": state}
-        )
+        server.set_sensor(running=False)
         for month in BACKFILL:
             place(root, "no_images.pdf", month, "report.pdf")
         server.backfill_id = launch_backfill(server, BACKFILL)
@@ -45,8 +40,7 @@ def live(tmp_path_factory) -> Iterator[LiveDagster]:
         wait_for(lambda: len(finished(server, backfill)) == 3, "the backfill's runs", 240)
         for month in BACKFILL:
             shutil.rmtree(root / "inbox" / month)
-        start = "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }"
-        server.graphql(start, {"s": SENSOR})
+        server.set_sensor(running=True)
         yield server
 
 
