@@ -125,7 +125,8 @@ def test_launch_a_month_and_see_its_run_checks_and_automations(
         target = _field(latest, "Target materialization").get_by_role("link")
         expect(target).to_have_attribute("href", re.compile(rf"/runs/{run_id}"))
         shot(f"check_{name}")
-        # The per-month scope (partition-scoped check specs): the evaluation is this month's.
+        # The per-month scope: the evaluation is recorded on this month's partition. Needs the
+        # partition-scoped check specs on report_manifest; the old unpartitioned checks show "—".
         expect(_field(latest, "Partition")).to_contain_text(MONTH)
 
     # 4. Automation: both schedules running; the sensor, off since the fixture started, is
