@@ -143,7 +143,11 @@ def test_launch_a_month_and_see_its_run_checks_and_automations(
         expect(_automation_toggle(page, name)).to_be_enabled()
     shot("automation")
     running = {name: "RUNNING" for name in AUTOMATIONS}
-    wait_for(lambda: _automation_status(live) == running, "the instance to agree", 10)
+    wait_for(
+        lambda: {name: _automation_status(live).get(name) for name in AUTOMATIONS} == running,
+        f"the instance to record {running}",
+        10,
+    )
 
 
 def _latest_execution(page: Page) -> Locator:
