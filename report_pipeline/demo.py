@@ -68,12 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     value = result.output_for_node("report_manifest")
     store = LocalStore(os.environ.get("REPORT_PIPELINE_STORE") or "var/store")
     manifest = read(store, value["manifest_key"])
-    (event,) = result.get_asset_materialization_events()
+    events = result.get_asset_materialization_events()
+    (event,) = [e for e in events if e.asset_key.path == ["report_manifest"]]
     reused = event.materialization.metadata["reused_existing_manifest"].value
+    checks = result.get_asset_check_evaluations()
     print(f"Dagster run {result.run_id} succeeded.")
     if reused:
         print("The report is unchanged since the last run: nothing was extracted or written.")
     print(summary(manifest, store.root / value["manifest_key"]))
+    print(f"  checks ({args.month})      " + ", ".join(
+        f"{e.check_name} {'passed' if e.passed else e.severity.value}" for e in checks
+    ))  # fmt: skip
     return 0
 
 
