@@ -41,7 +41,8 @@ def overdue_report_sensor(
     an archived month's check is then up to date from its own run."""
     now, limits, backend = clock.now(), checks.thresholds(), store.get_store()
     settled = _settled(context.cursor)
-    due = month_checks.due_months(monthly_partitions.get_partition_keys(), now, limits.due_day)
+    months = monthly_partitions.get_partition_keys(current_time=now)
+    due = month_checks.due_months(months, now, limits.due_day)
     events, overdue = [], []
     for month in (m for m in due if m not in settled):
         settled.add(month)
