@@ -46,7 +46,6 @@ def summary(manifest: dict, location: Path) -> str:
         + "".join(f"\n    {n} x {reason}" for reason, n in sorted(reasons.items())),
         f"  first-attempt valid   {manifest['metrics']['validated_first_attempt_pct']}%",
         f"  manifest              {location}",
-        "Open the Dagster UI with `make dev` (http://127.0.0.1:3000) to see the run and asset.",
     ]
     return "\n".join(lines)
 
@@ -76,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     if reused:
         print("The report is unchanged since the last run: nothing was extracted or written.")
     print(summary(manifest, store.root / value["manifest_key"]))
-    print(f"  checks ({args.month})      " + ", ".join(
-        f"{e.check_name} {'passed' if e.passed else e.severity.value}" for e in checks
-    ))  # fmt: skip
+    for check in checks:  # the month's checks, as its partition shows them in the UI
+        verdict = "passed" if check.passed else f"failed ({check.severity.value})"
+        print(f"  check {check.check_name:<26} {verdict}")
+    print("Open the Dagster UI with `make dev` (http://127.0.0.1:3000) to see the run and asset.")
     return 0
 
 

@@ -105,9 +105,7 @@ def test_a_failing_blocking_check_stops_manifest_table_and_is_not_retried(
     assert events(result, "STEP_START", "manifest_table") == []
 
 
-def test_a_month_without_a_report_leaves_other_months_and_checks_alone(
-    inbox, instance, resources
-):
+def test_a_month_without_a_report_leaves_other_months_and_checks_alone(inbox, instance, resources):
     inbox("no_images.pdf")
     assert ui_materialize(instance, resources).success
     failed = ui_materialize(instance, resources, month="2026-09")
