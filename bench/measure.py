@@ -25,7 +25,9 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.worker import WorkerSettings
 from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 INSTANCE_YAML = ROOT / "dagster_home" / "dagster.yaml"
@@ -71,9 +73,11 @@ def _definitions(tmp: Path, pdf: Path, pages_per_task: int) -> dg.Definitions:
         "inbox": InboxResource(root=str(tmp / "inbox")),
         "store": StoreResource(root=str(tmp / "store")),
         "settings": WorkerResource(work_root=str(tmp / "work"), pages_per_task=pages_per_task),
+        "checks": CheckSettingsResource(),
     }
     return dg.Definitions(
-        assets=[report_manifest], jobs=[extract_report_job], resources=resources,
+        assets=[report_manifest, manifest_table], jobs=[extract_report_job],
+        resources=resources,
         executor=dg.in_process_executor,
     )  # fmt: skip
 

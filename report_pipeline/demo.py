@@ -46,7 +46,6 @@ def summary(manifest: dict, location: Path) -> str:
         + "".join(f"\n    {n} x {reason}" for reason, n in sorted(reasons.items())),
         f"  first-attempt valid   {manifest['metrics']['validated_first_attempt_pct']}%",
         f"  manifest              {location}",
-        "Open the Dagster UI with `make dev` (http://127.0.0.1:3000) to see the run and asset.",
     ]
     return "\n".join(lines)
 
@@ -68,12 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     value = result.output_for_node("report_manifest")
     store = LocalStore(os.environ.get("REPORT_PIPELINE_STORE") or "var/store")
     manifest = read(store, value["manifest_key"])
-    (event,) = result.get_asset_materialization_events()
+    events = result.get_asset_materialization_events()
+    (event,) = [e for e in events if e.asset_key.path == ["report_manifest"]]
     reused = event.materialization.metadata["reused_existing_manifest"].value
+    checks = result.get_asset_check_evaluations()
     print(f"Dagster run {result.run_id} succeeded.")
     if reused:
         print("The report is unchanged since the last run: nothing was extracted or written.")
     print(summary(manifest, store.root / value["manifest_key"]))
+    for check in checks:  # the month's checks, as its partition shows them in the UI
+        verdict = "passed" if check.passed else f"failed ({check.severity.value})"
+        print(f"  check {check.check_name:<26} {verdict}")
+    print("Open the Dagster UI with `make dev` (http://127.0.0.1:3000) to see the run and asset.")
     return 0
 
 

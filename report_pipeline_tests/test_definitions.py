@@ -11,18 +11,42 @@ def test_definitions_load_and_the_named_objects_resolve():
     assert job.partitions_def is not None
     assert job.executor_def.name == "in_process"
     asset = defs.resolve_assets_def("report_manifest")
-    assert asset.partitions_def.get_partition_keys()[:2] == ["2024-01", "2024-02"]
+    assert asset.partitions_def.get_partition_keys()[:2] == ["2025-01", "2025-02"]
     assert asset.descriptions_by_key[dg.AssetKey("report_manifest")]
+    table = defs.resolve_assets_def("manifest_table")
+    assert table.partitions_def == asset.partitions_def
+    assert {k.to_user_string() for k in job.asset_layer.asset_graph.materializable_asset_keys} >= {
+        "report_manifest", "manifest_table"
+    }  # fmt: skip
+    archive = defs.resolve_assets_def("image_archive")
+    assert archive.partitions_def is None and archive.op.description
+
+
+def test_the_first_month_is_a_setting_read_when_the_definitions_load():
+    import subprocess
+    import sys
+
+    code = "from report_pipeline.defs.partitions import monthly_partitions as p;"
+    code += "print(p.get_partition_keys()[0])"
+    env = {"REPORT_PIPELINE_FIRST_MONTH": "2026-07", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "2026-07", out.stderr
 
 
 def test_retention_jobs_schedules_and_checks_resolve_by_name():
     assert defs.resolve_job_def("cleanup_job").executor_def.name == "in_process"
     audit = defs.resolve_job_def("retention_audit_job")
-    checks = {key.name for key in audit.asset_layer.asset_graph.asset_check_keys}
-    assert checks == {"work_material_deleted_by_deadline", "archive_within_retention",
-                      "manifest_complete", "archive_matches_manifest"}  # fmt: skip
+    checks = {key.to_user_string() for key in audit.asset_layer.asset_graph.asset_check_keys}
+    assert checks == {"image_archive:work_material_deleted_by_deadline",
+                      "image_archive:archive_within_retention"}  # fmt: skip
+    month = defs.resolve_job_def("extract_report_job").asset_layer.asset_graph.asset_check_keys
+    assert {key.to_user_string() for key in month} == {
+        f"report_manifest:{name}" for name in ("manifest_complete", "archive_matches_manifest",
+            "first_attempt_validation", "queue_age_p95", "report_archived_on_time")
+    }  # fmt: skip
     for name in ("cleanup_schedule", "retention_audit_schedule"):
         assert defs.resolve_schedule_def(name).description
+    assert defs.resolve_sensor_def("overdue_report_sensor").description
 
 
 def test_every_op_has_a_description_for_the_ui():

@@ -1,5 +1,6 @@
 import dagster as dg
 
+from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS
 from report_pipeline.defs.ops import (
     archive_pages,
     extract_pages,
@@ -9,11 +10,19 @@ from report_pipeline.defs.ops import (
 from report_pipeline.defs.partitions import monthly_partitions
 
 
-@dg.graph_asset(partitions_def=monthly_partitions, group_name="reports", kinds={"pdf", "png"})
+@dg.graph_asset(
+    partitions_def=monthly_partitions,
+    group_name="reports",
+    kinds={"pdf", "png"},
+    check_specs=MONTH_CHECK_SPECS,
+)
 def report_manifest():
     """The month's report as a private, validated image archive plus a manifest that accounts
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
-    small summary; the manifest itself lives in the store at `manifest_key`."""
+    small summary; the manifest itself lives in the store at `manifest_key`. Its per-month
+    checks (defs/month_checks.py) are evaluated by `publish_manifest` on this revision."""
     staged, tasks = stage_report()
     archived = tasks.map(extract_pages).map(archive_pages)
-    return publish_manifest(staged, archived.collect())
+    summary, *results = publish_manifest(staged, archived.collect())
+    names = [spec.get_python_identifier() for spec in MONTH_CHECK_SPECS]
+    return {"result": summary, **dict(zip(names, results, strict=True))}

@@ -6,14 +6,17 @@ from pydantic import Field
 from report_pipeline.core import archive as core_archive
 from report_pipeline.core import worker
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
+from report_pipeline.core.retention import utc_now
 from report_pipeline.core.submission import (
     REVISION_TAG,
     check_open,
     open_for_run,
     revision_tags,
 )
+from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
+from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS, month_check_results
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
@@ -116,15 +119,23 @@ def archive_pages(
     return dg.Output(archived, metadata=task_metadata(archived, children))
 
 
-@dg.op(retry_policy=STORAGE_RETRY)
+@dg.op(
+    out={
+        "result": dg.Out(dict),
+        **{spec.get_python_identifier(): dg.Out(is_required=False) for spec in MONTH_CHECK_SPECS},
+    },
+    retry_policy=STORAGE_RETRY,
+)
 def publish_manifest(
     context: dg.OpExecutionContext,
     store: StoreResource,
     settings: WorkerResource,
+    checks: CheckSettingsResource,
     staged: StagedReport,
     archived: list[ArchivedTask],
-) -> dg.Output[dict]:
-    """Write the revision's manifest (or return the existing one for an unchanged report)."""
+):
+    """Write the revision's manifest (or return the existing one for an unchanged report), then
+    evaluate the month's checks on it (they show on this partition of `report_manifest`)."""
     retention = settings.settings().retention
     manifest, reused = guarded(
         context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
@@ -136,4 +147,12 @@ def publish_manifest(
         "manifest_key": staged.ref.manifest_key,
         "counts": manifest["counts"],
     }
-    return dg.Output(summary, metadata=manifest_metadata(manifest, staged.ref.manifest_key, reused))
+    results = guarded(
+        context,
+        lambda: list(
+            month_check_results(store.get_store(), manifest, checks.thresholds(), utc_now())
+        ),
+    )
+    metadata = manifest_metadata(manifest, staged.ref.manifest_key, reused)
+    yield dg.Output(summary, "result", metadata=metadata)
+    yield from results

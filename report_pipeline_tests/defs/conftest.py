@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 
 from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 
@@ -16,6 +17,7 @@ def resources(tmp_path: Path) -> dict:
         "inbox": InboxResource(root=str(tmp_path / "inbox")),
         "store": StoreResource(root=str(tmp_path / "store")),
         "settings": WorkerResource(work_root=str(tmp_path / "work")),
+        "checks": CheckSettingsResource(),
     }
 
 
@@ -36,6 +38,7 @@ def events(result: dg.ExecuteInProcessResult, kind: str, step: str = "") -> list
     ]
 
 
-def materialization(result: dg.ExecuteInProcessResult) -> dict:
-    (event,) = result.get_asset_materialization_events()
+def materialization(result: dg.ExecuteInProcessResult, asset: str = "report_manifest") -> dict:
+    found = result.get_asset_materialization_events()
+    (event,) = [e for e in found if e.asset_key.to_user_string() == asset]
     return {k: v.value for k, v in event.materialization.metadata.items()}

@@ -124,9 +124,12 @@ def test_a_launch_for_a_month_that_is_not_a_partition_is_refused_before_any_work
 
     from report_pipeline.defs.assets import report_manifest
     from report_pipeline.defs.jobs import extract_report_job
+    from report_pipeline.defs.manifest_table import manifest_table
 
     inbox("no_images.pdf", month="2999-01")
-    defs = dg.Definitions(assets=[report_manifest], jobs=[extract_report_job], resources=resources)
+    defs = dg.Definitions(
+        assets=[report_manifest, manifest_table], jobs=[extract_report_job], resources=resources
+    )
     result = defs.resolve_job_def("extract_report_job").execute_in_process(
         instance=instance, tags={"dagster/partition": "2999-01"}, raise_on_error=False
     )

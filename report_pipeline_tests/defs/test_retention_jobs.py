@@ -1,5 +1,7 @@
-"""Retention through Dagster: cleanup_job, retention_audit_job, the checks' views, schedules."""
+"""Whole-archive retention through Dagster: image_archive (cleanup_job), its checks
+(retention_audit_job), the schedules, and a month's failed run leaving those checks alone."""
 
+import json
 from datetime import timedelta
 
 import dagster as dg
@@ -8,18 +10,22 @@ import pytest
 from report_pipeline.core.retention import iso, parse_iso, utc_now
 from report_pipeline.definitions import defs
 from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.checks import retention_checks
-from report_pipeline.defs.cleanup import cleanup_job
+from report_pipeline.defs.checks import archive_retention_checks
 from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.jobs import extract_report_job, retention_audit_job
+from report_pipeline.defs.image_archive import image_archive
+from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline_tests.defs.conftest import events
+
+WHOLE_ARCHIVE = {"work_material_deleted_by_deadline", "archive_within_retention"}
 
 
 @pytest.fixture
 def run_job(instance, resources):
     def run(job_name: str, at: str = "", **tags) -> dg.ExecuteInProcessResult:
         local = dg.Definitions(
-            assets=[report_manifest], asset_checks=[retention_checks],
+            assets=[report_manifest, manifest_table, image_archive],
+            asset_checks=[archive_retention_checks],
             jobs=[extract_report_job, cleanup_job, retention_audit_job],
             resources={**resources, "clock": ClockResource(fixed=at)},
         )  # fmt: skip
@@ -39,7 +45,33 @@ def test_schedules_run_by_default_and_name_their_jobs():
     assert (cleanup.job_name, cleanup.cron_schedule) == ("cleanup_job", "*/5 * * * *")
     assert audit.job_name == "retention_audit_job" and audit.cron_schedule == "15 5 * * *"
     assert {cleanup.default_status, audit.default_status} == {dg.DefaultScheduleStatus.RUNNING}
-    assert not defs.resolve_job_def("extract_report_job").asset_layer.asset_graph.asset_check_keys
+
+
+def test_whole_archive_checks_belong_to_image_archive_and_no_month_selects_them():
+    month = defs.resolve_job_def("extract_report_job").asset_layer.asset_graph.asset_check_keys
+    audit = defs.resolve_job_def("retention_audit_job").asset_layer.asset_graph.asset_check_keys
+    assert {k.asset_key.to_user_string() for k in audit} == {"image_archive"}
+    assert {k.name for k in audit} == WHOLE_ARCHIVE
+    assert {k.asset_key.to_user_string() for k in month} == {"report_manifest"}
+    assert not {k.name for k in month} & WHOLE_ARCHIVE
+    cleanup = defs.resolve_job_def("cleanup_job").asset_layer
+    assert not cleanup.asset_graph.asset_check_keys  # the janitor's pass audits nothing
+
+
+def test_a_months_failed_run_never_touches_the_whole_archive_checks(run_job, instance):
+    assert run_job("retention_audit_job").success
+    before = _latest_whole_archive(instance)
+    failed = run_job("extract_report_job", **{"dagster/partition": "2026-09"})  # no report
+    assert not failed.success
+    assert {e.step_key for e in events(failed, "STEP_FAILURE")} == {"report_manifest.stage_report"}
+    assert _latest_whole_archive(instance) == before
+    assert all(r.status.value == "SUCCEEDED" for r in before.values())
+
+
+def _latest_whole_archive(instance) -> dict:
+    keys = [dg.AssetCheckKey(dg.AssetKey("image_archive"), name) for name in WHOLE_ARCHIVE]
+    found = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    return {key.name: record for key, record in found.items()}
 
 
 def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
@@ -49,11 +81,10 @@ def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
     made = run_job("extract_report_job", **{"dagster/partition": "2026-10"})
     assert made.success
     audit = run_job("retention_audit_job")
-    assert audit.success and all(e.passed for e in check_results(audit).values())
-    assert set(check_results(audit)) == {"work_material_deleted_by_deadline",
-        "archive_within_retention", "manifest_complete", "archive_matches_manifest"}  # fmt: skip
-    expiry = made.output_for_node("report_manifest")["manifest_key"]
-    deadline = _archive_deadline(tmp_path / "store" / expiry)
+    assert audit.success and set(check_results(audit)) == WHOLE_ARCHIVE
+    assert all(e.passed and e.partition is None for e in check_results(audit).values())
+    manifest = tmp_path / "store" / made.output_for_node("report_manifest")["manifest_key"]
+    deadline = parse_iso(json.loads(manifest.read_text())["deadlines"]["archive_delete_by"])
     later = iso(deadline + timedelta(minutes=11))
     failing = check_results(run_job("retention_audit_job", at=later))["archive_within_retention"]
     assert not failing.passed and failing.metadata["overdue_bytes"].value > 0
@@ -62,19 +93,20 @@ def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
     assert cleanup.success
     (observation,) = events(cleanup, "ASSET_OBSERVATION")
     assert observation.partition == "2026-10"
+    assert observation.asset_key == report_manifest.key
     assert observation.asset_observation_data.asset_observation.metadata["deletion"].value == (
         "archive"
     )
+    (materialized,) = cleanup.get_asset_materialization_events()
+    figures = {k: v.value for k, v in materialized.materialization.metadata.items()}
+    assert materialized.asset_key == image_archive.key and materialized.partition is None
+    assert figures["deleted_archive"] == 1 and figures["deleted_bytes"] > 0
+    assert figures["max_cleanup_lag_seconds"] == pytest.approx(660, abs=90)
+    assert not check_results(cleanup)  # the audit is retention_audit_job's
     after = check_results(run_job("retention_audit_job", at=later))
     assert all(e.passed for e in after.values())
     lag = after["archive_within_retention"].metadata["cleanup_lag_p95_seconds"].value
     assert lag == pytest.approx(660, abs=90)
-
-
-def _archive_deadline(manifest_path):
-    import json
-
-    return parse_iso(json.loads(manifest_path.read_text())["deadlines"]["archive_delete_by"])
 
 
 _HELD = []  # a context never exited, as in a killed process
@@ -90,16 +122,5 @@ def test_cleanup_job_removes_a_crashed_workers_dir_after_its_lease(run_job, tmp_
     assert soon.success and workdir.exists()
     late = run_job("cleanup_job", at=iso(utc_now() + timedelta(minutes=61)))
     assert late.success and not workdir.exists()
-    output = events(late, "STEP_OUTPUT")[0]
-    assert output.event_specific_data.metadata["deleted_workdir"].value == 1
-
-
-def test_checks_run_with_a_partition_cover_that_month(inbox, run_job):
-    inbox("no_images.pdf")
-    inbox("repeated_image.pdf", month="2026-09")
-    assert run_job("extract_report_job", **{"dagster/partition": "2026-10"}).success
-    assert run_job("extract_report_job", **{"dagster/partition": "2026-09"}).success
-    everything = check_results(run_job("retention_audit_job"))
-    one_month = check_results(run_job("retention_audit_job", **{"dagster/partition": "2026-09"}))
-    assert everything["manifest_complete"].metadata["revisions_checked"].value == 2
-    assert one_month["manifest_complete"].metadata["revisions_checked"].value == 1
+    (materialized,) = late.get_asset_materialization_events()
+    assert materialized.materialization.metadata["deleted_workdir"].value == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from report_pipeline.core.sources import LocalInboxSource
+from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -20,6 +21,7 @@ def resources(tmp_path: Path) -> dict:
         "inbox": InboxResource(root=str(tmp_path / "inbox"), settle_seconds=0),
         "store": StoreResource(root=str(tmp_path / "store")),
         "settings": WorkerResource(work_root=str(tmp_path / "work")),
+        "checks": CheckSettingsResource(),
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 from report_pipeline.core.submission import REVISION_TAG
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events
@@ -17,7 +18,8 @@ from report_pipeline_tests.defs.conftest import events
 @pytest.fixture
 def defs(resources) -> dg.Definitions:
     return dg.Definitions(
-        assets=[report_manifest], jobs=[extract_report_job], sensors=[new_report_sensor],
+        assets=[report_manifest, manifest_table], jobs=[extract_report_job],
+        sensors=[new_report_sensor],
         resources=resources,
     )  # fmt: skip
 
@@ -77,7 +79,7 @@ def test_the_requested_run_stages_exactly_the_validated_file(tick, drop, defs, i
     drop("repeated_image.pdf", folder="2026-09", name="later.pdf", age=-100)  # now the newest
     result = run(defs, instance, request)
     assert result.success
-    (event,) = result.get_asset_materialization_events()
+    (event, _table) = result.get_asset_materialization_events()
     assert event.materialization.metadata["revision"].value == request.run_key
 
 
@@ -112,7 +114,7 @@ def test_a_ui_launch_tags_its_run_with_the_revision_so_the_sensor_starts_no_seco
     )  # as the UI launches a partition: no stage_report config, no intake tags
     assert launched.success
     tags = instance.get_run_by_id(launched.run_id).tags
-    (event,) = launched.get_asset_materialization_events()
+    (event, _table) = launched.get_asset_materialization_events()
     assert tags[REVISION_TAG] == event.materialization.metadata["revision"].value
     assert tags["report_pipeline/report_id"] == "inbox-2026-09"
     assert tags["report_pipeline/source"] == "inbox"

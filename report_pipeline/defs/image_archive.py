@@ -1,4 +1,6 @@
-"""The janitor as a Dagster job: `cleanup_job`, run by `cleanup_schedule` every few minutes."""
+"""`image_archive`: the archive's retention state. Each materialization is one janitor pass
+(`cleanup_job`, every 5 minutes on `cleanup_schedule`) with its figures; the whole-archive
+retention checks (defs/checks.py) belong to this asset, never to a month's partition."""
 
 from collections import Counter
 
@@ -11,6 +13,7 @@ from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource, WorkerResource
 
 TABLE_ROWS = 200
+KINDS = ("workdir", "working_material", "archive")  # every kind, so each plots as 0 too
 _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
             ("deleted_at", "string"), ("lag_seconds", "float"), ("bytes", "int")]  # fmt: skip
 
@@ -36,16 +39,18 @@ def _table(deletions: list[Deletion]) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(rows[:TABLE_ROWS], schema)
 
 
-@dg.op
-def janitor_pass(
-    context: dg.OpExecutionContext,
+@dg.asset(group_name="retention", kinds={"python"})
+def image_archive(
+    context: dg.AssetExecutionContext,
     store: StoreResource,
     settings: WorkerResource,
     clock: ClockResource,
 ):
-    """Delete every workdir, staged source, work object and archived revision whose deadline
-    has passed (never under a live lease), one audit event per deletion. Idempotent: the next
-    scheduled pass picks up whatever this one could not finish."""
+    """The whole image archive's retention state, brought up to date by one janitor pass:
+    delete every workdir, staged source, work object and archived revision whose deadline has
+    passed (never under a live lease), one audit event per deletion, each also an observation
+    on that month's partition of `report_manifest`. Idempotent: the next pass picks up whatever
+    this one could not finish. Figures here are whole-archive figures."""
     worker = settings.settings()
     sweep = janitor.run(store.get_store(), worker.work_root, clock.now(), worker.retention)
     for event in sweep.deletions:
@@ -53,20 +58,15 @@ def janitor_pass(
             yield observation
     kinds = Counter(e.kind for e in sweep.deletions)
     context.log.info(f"janitor deleted {len(sweep.deletions)} item(s), {sweep.bytes_deleted} bytes")
-    yield dg.Output(
-        None,
+    lags = [max(0.0, e.lag_seconds) for e in sweep.deletions]
+    yield dg.MaterializeResult(
         metadata={
             "deleted_items": len(sweep.deletions),
             "deleted_bytes": sweep.bytes_deleted,
-            **{f"deleted_{kind}": n for kind, n in sorted(kinds.items())},
+            **{f"deleted_{kind}": kinds.get(kind, 0) for kind in KINDS},
+            "max_cleanup_lag_seconds": max(lags, default=0.0),
             "buckets_opened": sweep.buckets_opened,
             "index_entries_due": sweep.entries_due,
             "deletions": _table(sweep.deletions),
         },
     )
-
-
-@dg.job(executor_def=dg.in_process_executor, tags={"report_pipeline/kind": "retention"})
-def cleanup_job():
-    """Enforce both retention clocks outside the happy path (the essay's janitor)."""
-    janitor_pass()

@@ -1,0 +1,27 @@
+"""Thresholds of the per-month checks (the essay's signals and the report's due day)."""
+
+import dagster as dg
+from pydantic import Field
+
+from report_pipeline.core.month_checks import Thresholds
+
+
+class CheckSettingsResource(dg.ConfigurableResource):
+    """Deployment-wide thresholds for the per-month checks on `report_manifest`. Every field has
+    a default; set them in `definitions.py` or per run in the launchpad (resources.checks)."""
+
+    min_first_attempt_pct: float = Field(
+        Thresholds.min_first_attempt_pct,
+        description="first_attempt_validation warns below this share of images (%)",
+    )
+    max_queue_age_p95_seconds: float = Field(
+        Thresholds.max_queue_age_p95_seconds,
+        description="queue_age_p95 warns above this p95 queued child age (seconds)",
+    )
+    due_day: int = Field(
+        Thresholds.due_day,
+        description="a month's report is overdue after this day of the next month (UTC)",
+    )
+
+    def thresholds(self) -> Thresholds:
+        return Thresholds(self.min_first_attempt_pct, self.max_queue_age_p95_seconds, self.due_day)

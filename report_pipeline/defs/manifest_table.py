@@ -1,0 +1,100 @@
+"""`manifest_table`: the month's manifest as a table, one row per image occurrence.
+
+Stored as CSV in the private store beside the manifest it is built from
+(`archive/<report_id>/<revision>/manifest_table.csv`), so it shares the revision's access and
+its long clock: the janitor deletes it with the revision's images. It never goes through an IO
+manager (which would keep a copy in DAGSTER_HOME, outside retention).
+"""
+
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from report_pipeline.core import manifest as mf
+from report_pipeline.core.messages import archive_prefix
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.partitions import monthly_partitions
+from report_pipeline.defs.resources import StoreResource
+
+COLUMNS = [
+    ("sequence", "int", "the occurrence's number in page order"),
+    ("page", "int", "page number (1-based)"),
+    ("origin", "string", "how the page draws it: xobject, inline, form/xobject, ..."),
+    ("state", "string", "archived | quarantined | expired"),
+    ("reason", "string", "quarantine reason, empty when archived"),
+    ("content_hash", "string", "sha256 of the normalized PNG (archived images)"),
+    ("size", "string", "width x height in pixels"),
+    ("format", "string", "archived format (png), empty when quarantined"),
+    ("bytes", "int", "bytes of the archived PNG"),
+]
+SCHEMA = dg.TableSchema(
+    columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in COLUMNS]
+)
+
+
+def table_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/manifest_table.csv"
+
+
+def frame(manifest: dict[str, Any]) -> pd.DataFrame:
+    rows = [
+        {
+            "sequence": c["sequence"],
+            "page": c["page"],
+            "origin": c["origin"],
+            "state": c["state"],
+            "reason": c["quarantine_reason"] or "",
+            "content_hash": c["content_hash"] or "",
+            "size": f"{c['width']}x{c['height']}",
+            "format": c["format"] or "",
+            "bytes": c["bytes"],
+        }
+        for c in manifest["children"]
+    ]
+    return pd.DataFrame(rows, columns=[name for name, _, _ in COLUMNS])
+
+
+def _manifest_key(context: dg.AssetExecutionContext) -> str:
+    """The manifest of this partition's latest materialization of report_manifest."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=report_manifest.key, asset_partitions=[context.partition_key]
+        ),
+        limit=1,
+    ).records
+    if not records:
+        raise dg.Failure(f"report_manifest has no materialization for {context.partition_key}")
+    metadata = records[0].asset_materialization.metadata
+    return metadata["manifest_key"].value
+
+
+@dg.asset(
+    partitions_def=monthly_partitions,
+    deps=[report_manifest],
+    group_name="reports",
+    kinds={"pandas", "csv"},
+)
+def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
+    """One row per image occurrence of the month's revision: page, origin, state, quarantine
+    reason, content hash, size (width x height), format and bytes. Written once per revision
+    (a rerun of an unchanged report finds it and writes nothing)."""
+    backend = store.get_store()
+    manifest = mf.read(backend, _manifest_key(context))
+    if manifest is None:
+        raise dg.Failure("the manifest of this partition is not in the store")
+    df = frame(manifest)
+    key = table_key(manifest["report_id"], manifest["parent_revision"])
+    written = not backend.exists(key)
+    if written:
+        backend.put_bytes(key, df.to_csv(index=False).encode())
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/column_schema": SCHEMA,
+            "dagster/row_count": len(df),
+            "month": context.partition_key,
+            "revision": manifest["parent_revision"],
+            "table_key": key,
+            "written": written,
+        }
+    )

@@ -1,0 +1,78 @@
+"""Per-month checks on `report_manifest`: declared on the graph asset, evaluated by
+`publish_manifest` on the revision it just published, recorded on that month's partition.
+
+Partition-scoped check specs (`partitions_def=`) are a Dagster 1.13 preview: with them each
+evaluation is stored with `partition=<month>` and the UI shows the check's status per month.
+Every result also carries `month` and `revision` in its metadata.
+"""
+
+import warnings
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import dagster as dg
+
+from report_pipeline.core import month_checks
+from report_pipeline.core.month_checks import Thresholds
+from report_pipeline.core.retention import parse_iso
+from report_pipeline.core.storage import Store
+from report_pipeline.defs.partitions import monthly_partitions
+
+ASSET = "report_manifest"
+ERROR, WARN = dg.AssetCheckSeverity.ERROR, dg.AssetCheckSeverity.WARN
+
+# name: (severity, blocking, description). A failing blocking check stops `manifest_table`.
+CHECKS = {
+    "manifest_complete": (ERROR, True,
+        "archived + quarantined equals expected for the month's revision, every page has a row."),
+    "archive_matches_manifest": (ERROR, True,
+        "Every object the month's manifest lists exists with its sha256; no unlisted object."),
+    "first_attempt_validation": (WARN, False,
+        "Share of image occurrences validated on the first attempt, WARN below "
+        "checks.min_first_attempt_pct (default 99%)."),
+    "queue_age_p95": (WARN, False,
+        "p95 age of a queued child task when its work started, WARN above "
+        "checks.max_queue_age_p95_seconds (default 600 s)."),
+    "report_archived_on_time": (WARN, False,
+        "The month's report is archived by the end of day checks.due_day (default 5) of the "
+        "next month; overdue_report_sensor marks a month with none as WARN."),
+}  # fmt: skip
+OVERDUE_CHECK = "report_archived_on_time"
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PreviewWarning)  # partition-scoped checks: documented above
+    MONTH_CHECK_SPECS = [
+        dg.AssetCheckSpec(
+            name,
+            asset=ASSET,
+            description=text,
+            blocking=blocking,
+            partitions_def=monthly_partitions,
+        )  # fmt: skip
+        for name, (_severity, blocking, text) in CHECKS.items()
+    ]
+
+
+def check_result(outcome: month_checks.CheckOutcome) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        asset_key=ASSET, check_name=outcome.name, passed=outcome.passed,
+        severity=CHECKS[outcome.name][0], description=outcome.description,
+        metadata=outcome.metadata,
+    )  # fmt: skip
+
+
+def month_check_results(
+    store: Store, manifest: dict[str, Any], limits: Thresholds, now: datetime
+) -> Iterator[dg.AssetCheckResult]:
+    """Every per-month check on the revision's manifest (figures of that revision only)."""
+    archived = manifest["state"] in month_checks.ARCHIVED_STATES
+    archived_at = parse_iso(manifest["created_at"]) if archived else None
+    for outcome in (
+        month_checks.manifest_complete(manifest),
+        month_checks.archive_matches_manifest(store, manifest),
+        month_checks.first_attempt_validation(manifest, limits),
+        month_checks.queue_age_p95(manifest, limits),
+        month_checks.archived_on_time(manifest["month"], archived_at, now, limits),
+    ):
+        yield check_result(outcome)

@@ -1,0 +1,54 @@
+"""manifest_table: the month's manifest as a pandas table, stored privately beside it."""
+
+import io
+
+import dagster as dg
+import pandas as pd
+
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.manifest_table import COLUMNS, manifest_table
+from report_pipeline_tests.defs.conftest import materialization
+
+
+def run(instance, resources) -> dg.ExecuteInProcessResult:
+    defs = dg.Definitions(
+        assets=[report_manifest, manifest_table], jobs=[extract_report_job], resources=resources
+    )
+    return defs.resolve_job_def("extract_report_job").execute_in_process(
+        partition_key="2026-10", instance=instance, raise_on_error=False
+    )
+
+
+def test_one_row_per_image_occurrence_with_schema_and_row_count(
+    inbox, instance, resources, tmp_path
+):
+    inbox("truncated_jpeg.pdf")  # one archived, one quarantined
+    result = run(instance, resources)
+    assert result.success  # the report job builds the table
+    meta = materialization(result, "manifest_table")
+    assert meta["dagster/row_count"] == 2 and meta["written"] is True
+    schema = meta["dagster/column_schema"]
+    assert [c.name for c in schema.columns] == [name for name, _, _ in COLUMNS]
+    revision = materialization(result)["revision"]
+    assert meta["table_key"].startswith("archive/inbox-2026-10/") and revision in meta["table_key"]
+    stored = tmp_path / "store" / meta["table_key"]
+    assert stored.stat().st_mode & 0o077 == 0  # private, as every store object
+    table = pd.read_csv(io.StringIO(stored.read_text()), keep_default_na=False)
+    assert list(table.columns) == [name for name, _, _ in COLUMNS]
+    assert sorted(table["state"]) == ["archived", "quarantined"]
+    (bad,) = table[table["state"] == "quarantined"].to_dict("records")
+    assert bad["reason"] == "truncated" and bad["format"] == ""
+    (good,) = table[table["state"] == "archived"].to_dict("records")
+    assert good["format"] == "png" and len(good["content_hash"]) == 64 and good["bytes"] > 0
+    assert "x" in good["size"] and good["origin"] == "xobject"
+
+
+def test_a_rerun_of_the_same_revision_writes_nothing(inbox, instance, resources, tmp_path):
+    inbox("repeated_image.pdf")
+    first = materialization(run(instance, resources), "manifest_table")
+    stored = tmp_path / "store" / first["table_key"]
+    before = stored.stat().st_mtime_ns
+    again = materialization(run(instance, resources), "manifest_table")
+    assert again["written"] is False and again["dagster/row_count"] == 15
+    assert stored.stat().st_mtime_ns == before

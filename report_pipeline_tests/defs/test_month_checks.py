@@ -1,0 +1,116 @@
+"""Per-month checks: evaluated by the month's own run, recorded on its partition, never a
+"Skipped" row beside "Passed"; thresholds as settings; blocking checks stop manifest_table."""
+
+import dagster as dg
+
+from report_pipeline.core.storage import LocalStore
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.manifest_table import manifest_table
+from report_pipeline.defs.month_checks import CHECKS
+from report_pipeline_tests.defs.conftest import events, materialization
+
+MONTH = "2026-10"
+
+
+def ui_materialize(instance, resources, month=MONTH, **overrides) -> dg.ExecuteInProcessResult:
+    """As the UI's "Materialize" of one partition: the asset, with every check declared on it."""
+    return dg.materialize(
+        [report_manifest, manifest_table], partition_key=month, instance=instance,
+        resources={**resources, **overrides}, raise_on_error=False,
+    )  # fmt: skip
+
+
+def records(instance, name: str) -> list:
+    key = dg.AssetCheckKey(report_manifest.key, name)
+    return instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
+
+
+def test_a_launch_records_exactly_the_months_checks_all_passed_none_skipped(
+    inbox, instance, resources
+):
+    inbox("repeated_image.pdf")
+    result = ui_materialize(instance, resources)
+    assert result.success
+    evaluations = result.get_asset_check_evaluations()
+    assert sorted(e.check_name for e in evaluations) == sorted(CHECKS)
+    assert all(e.passed and e.partition == MONTH for e in evaluations)
+    assert all(e.metadata["month"].value == MONTH for e in evaluations)
+    for name in CHECKS:  # one row per check: SUCCEEDED on the month; no PLANNED row left over
+        (record,) = records(instance, name)
+        assert (record.status.value, record.partition, record.run_id) == (
+            "SUCCEEDED", MONTH, result.run_id,
+        )  # fmt: skip
+    revision = materialization(result)["revision"]
+    assert {e.metadata["revision"].value for e in evaluations if "revision" in e.metadata} == {
+        revision
+    }
+
+
+def test_per_month_figures_cover_that_month_only(inbox, instance, resources):
+    inbox("repeated_image.pdf", month="2026-09")  # 2 distinct images
+    inbox("no_images.pdf")
+    september = ui_materialize(instance, resources, month="2026-09")
+    october = ui_materialize(instance, resources)
+
+    def verified(result):
+        (match,) = [
+            e for e in result.get_asset_check_evaluations()
+            if e.check_name == "archive_matches_manifest"
+        ]  # fmt: skip
+        return match.metadata["objects_verified"].value
+
+    assert (verified(september), verified(october)) == (2, 0)  # each month's own objects
+
+
+def test_thresholds_are_settings_and_a_warning_does_not_block(inbox, instance, resources):
+    inbox("truncated_jpeg.pdf")  # one of two images quarantined: 50% validated first time
+    strict = CheckSettingsResource(min_first_attempt_pct=99.0, max_queue_age_p95_seconds=0.0)
+    result = ui_materialize(instance, resources, checks=strict)
+    assert result.success
+    by_name = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    rate, age = by_name["first_attempt_validation"], by_name["queue_age_p95"]
+    assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
+    assert rate.metadata["validated_first_attempt_pct"].value == 50.0
+    assert rate.metadata["threshold_pct"].value == 99.0
+    assert age.severity == dg.AssetCheckSeverity.WARN
+    assert isinstance(age.metadata["decode_peak_rss_mib"].value, float)
+    assert materialization(result, "manifest_table")["dagster/row_count"] == 2
+    lenient = CheckSettingsResource(min_first_attempt_pct=50.0, max_queue_age_p95_seconds=3600)
+    again = ui_materialize(instance, resources, checks=lenient)
+    assert all(e.passed for e in again.get_asset_check_evaluations())
+
+
+def test_a_failing_blocking_check_stops_manifest_table_and_is_not_retried(
+    inbox, instance, resources, tmp_path
+):
+    inbox("repeated_image.pdf")
+    assert ui_materialize(instance, resources).success
+    store = LocalStore(tmp_path / "store")
+    (image, *_) = [o.key for o in store.list("archive") if "/images/" in o.key]
+    (store.root / image).write_bytes(b"tampered")
+    result = ui_materialize(instance, resources)  # same revision: the manifest is reused
+    assert not result.success
+    by_name = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    match = by_name["archive_matches_manifest"]
+    assert not match.passed and match.metadata["hash_mismatches"].value == 1
+    assert match.partition == MONTH
+    assert events(result, "STEP_UP_FOR_RETRY") == []
+    assert [e.asset_key for e in result.get_asset_materialization_events()] == [
+        report_manifest.key
+    ]  # the month's record stands; its table is not built from a bad archive
+    (failure,) = events(result, "STEP_FAILURE")
+    assert failure.step_key == "report_manifest.publish_manifest"
+    assert "blocking asset check failed" in failure.step_failure_data.error.message
+    assert events(result, "STEP_START", "manifest_table") == []
+
+
+def test_a_month_without_a_report_leaves_other_months_and_checks_alone(inbox, instance, resources):
+    inbox("no_images.pdf")
+    assert ui_materialize(instance, resources).success
+    failed = ui_materialize(instance, resources, month="2026-09")
+    assert not failed.success and failed.get_asset_check_evaluations() == []
+    for name in CHECKS:
+        latest = {r.partition: r.status.value for r in records(instance, name)}
+        assert latest[MONTH] == "SUCCEEDED"  # October keeps its results
+        assert latest["2026-09"] == "PLANNED"  # shown on September only (run failed)
