@@ -19,10 +19,20 @@ from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
 INTERVAL_SECONDS = 3600
+IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
+             dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]  # fmt: skip
 
 
 def _settled(cursor: str | None) -> set[str]:
     return set(json.loads(cursor)["settled"]) if cursor else set()
+
+
+def _in_flight(instance: dg.DagsterInstance, month: str) -> bool:
+    """A run of the month is queued or running: look again on the next tick."""
+    runs = instance.get_run_records(
+        dg.RunsFilter(tags={"dagster/partition": month}, statuses=IN_FLIGHT), limit=1
+    )
+    return bool(runs)
 
 
 @dg.sensor(
@@ -45,6 +55,8 @@ def overdue_report_sensor(
     due = month_checks.due_months(months, now, limits.due_day)
     events, overdue = [], []
     for month in (m for m in due if m not in settled):
+        if _in_flight(context.instance, month):
+            continue  # its run records the month's result; a WARN now would outlive it in the UI
         settled.add(month)
         if month_checks.is_archived(backend, month):
             continue

@@ -59,3 +59,15 @@ def test_the_due_day_is_a_setting(instance, resources):
         e.partition
         for e in tick(instance, resources, "2026-12-06T01:00:00Z", due_day=10).asset_events
     }
+
+
+def test_a_month_with_a_run_in_flight_is_left_to_that_run(instance, resources):
+    from report_pipeline.definitions import defs
+
+    job = defs.get_job_def("extract_report_job")
+    instance.create_run_for_job(
+        job, tags={"dagster/partition": "2026-11"}, status=dg.DagsterRunStatus.STARTED
+    )
+    first = tick(instance, resources, "2026-12-06T01:00:00Z")
+    assert "2026-11" not in {e.partition for e in first.asset_events}
+    assert "2026-11" not in json.loads(first.cursor)["settled"]  # looked at again next tick
