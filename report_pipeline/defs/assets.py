@@ -15,5 +15,5 @@ def report_manifest():
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
     small summary; the manifest itself lives in the store at `manifest_key`."""
     staged, tasks = stage_report()
-    archived = tasks.map(extract_pages).map(archive_pages)
+    archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))
     return publish_manifest(staged, archived.collect())
