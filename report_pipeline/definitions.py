@@ -13,13 +13,14 @@ from report_pipeline.defs.overdue import overdue_report_sensor
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
 from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.stale_runs import dead_run_sensor
 
 defs = dg.Definitions(
     assets=[report_manifest, manifest_table, image_archive],
     asset_checks=[archive_retention_checks],
     jobs=[extract_report_job, cleanup_job, retention_audit_job],
     schedules=[cleanup_schedule, retention_audit_schedule],
-    sensors=[new_report_sensor, overdue_report_sensor],
+    sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
     resources={
         "inbox": InboxResource(),
         "store": StoreResource(),

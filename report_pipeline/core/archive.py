@@ -22,7 +22,7 @@ from report_pipeline.core.retention import (
     utc_now,
 )
 from report_pipeline.core.storage import ObjectInfo, Store
-from report_pipeline.core.worker import complete_manifest
+from report_pipeline.core.worker import WorkerSettings, complete_manifest, extract, missing_tasks
 
 
 def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
@@ -86,6 +86,26 @@ def archive(
         task, children_key, archived, quarantined, new_objects, attempt, extracted.peak_rss_kib
     )
     return result, children
+
+
+def complete_plan(
+    store: Store, staged: StagedReport, archived: list[ArchivedTask], settings: WorkerSettings,
+    owner: str,
+) -> list[ArchivedTask]:  # fmt: skip
+    """Extract and archive here every planned task that has no result in `archived`.
+
+    The manifest must account for the plan, not for whatever reached this step. A re-execution
+    from failure of a run whose worker died mid fan-out leaves out the mapped tasks that never
+    started (Dagster selects only steps with a failed or unfinished attempt), and the collected
+    list is then silently short. Both steps are idempotent, so doing them again is safe.
+    """
+    if staged.reused or complete_manifest(store, staged.ref) is not None:
+        return []
+    done = {task.task.task_key for task in archived}
+    return [
+        archive(store, extract(store, task, settings, owner), 1)[0]
+        for task in missing_tasks(store, staged.ref, done)
+    ]
 
 
 def publish(

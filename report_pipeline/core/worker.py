@@ -139,9 +139,29 @@ def _plan(
         for g in groups
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    plan_record = {"expected": expected, "queued_at": queued_at}
+    # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
+    plan_record = {"expected": expected, "queued_at": queued_at,
+                   "tasks": [task_record(task) for task in tasks]}  # fmt: skip
     store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
     return tasks
+
+
+def task_record(task: PageTask) -> dict:
+    """A planned task as plan.json keeps it (its revision is the plan's)."""
+    fields = asdict(task)
+    del fields["ref"]
+    return fields
+
+
+def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
+    """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
+    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
+    return [PageTask(ref, **record) for record in plan.get("tasks", [])]
+
+
+def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
+    """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
+    return [task for task in planned_tasks(store, ref) if task.task_key not in done]
 
 
 def _work_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:

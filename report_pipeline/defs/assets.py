@@ -22,7 +22,7 @@ def report_manifest():
     small summary; the manifest itself lives in the store at `manifest_key`. Its per-month
     checks (defs/month_checks.py) are evaluated by `publish_manifest` on this revision."""
     staged, tasks = stage_report()
-    archived = tasks.map(extract_pages).map(archive_pages)
+    archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))
     summary, *results = publish_manifest(staged, archived.collect())
     names = [spec.get_python_identifier() for spec in MONTH_CHECK_SPECS]
     return {"result": summary, **dict(zip(names, results, strict=True))}

@@ -108,10 +108,20 @@ def extract_pages(
 
 @dg.op(retry_policy=STORAGE_RETRY)
 def archive_pages(
-    context: dg.OpExecutionContext, store: StoreResource, extracted: ExtractedTask
-) -> dg.Output[ArchivedTask]:
+    context: dg.OpExecutionContext, store: StoreResource, staged: StagedReport,
+    extracted: ExtractedTask,
+) -> dg.Output[ArchivedTask]:  # fmt: skip
     """Move validated images into the revision's archive (once per content hash), keep
-    quarantined streams for review, and write the task's child records."""
+    quarantined streams for review, and write the task's child records.
+
+    `staged` ties each archive step to `stage_report` as well as to its own extraction. Without
+    it, a re-execution from failure of a run killed before any extraction finished selects the
+    unresolved `archive_pages[?]`, which Dagster then resolves for every task, including tasks
+    never extracted ("Attempting to access run_id, but it was not provided when constructing
+    the OutputContext"). With it, only the interrupted task's steps are selected, and
+    `publish_manifest` completes the rest of the plan."""
+    if extracted.task.ref != staged.ref:
+        raise dg.Failure("archive_pages got a task of another revision", allow_retries=False)
     attempt = context.retry_number + 1
     archived, children = guarded(
         context, lambda: core_archive.archive(store.get_store(), extracted, attempt)
@@ -135,8 +145,20 @@ def publish_manifest(
     archived: list[ArchivedTask],
 ):
     """Write the revision's manifest (or return the existing one for an unchanged report), then
-    evaluate the month's checks on it (they show on this partition of `report_manifest`)."""
-    retention = settings.settings().retention
+    evaluate the month's checks on it (they show on this partition of `report_manifest`).
+    Planned tasks missing from `archived` are extracted and archived here first."""
+    worker_settings = settings.settings()
+    retention = worker_settings.retention
+    completed = guarded(
+        context,
+        lambda: core_archive.complete_plan(
+            store.get_store(), staged, archived, worker_settings, owner(context)
+        ),
+    )
+    if completed:
+        keys = ", ".join(task.task.task_key for task in completed)
+        context.log.warning(f"{len(completed)} planned task(s) had no result; done here: {keys}")
+    archived = archived + completed
     manifest, reused = guarded(
         context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
     )
@@ -154,5 +176,7 @@ def publish_manifest(
         ),
     )
     metadata = manifest_metadata(manifest, staged.ref.manifest_key, reused)
-    yield dg.Output(summary, "result", metadata=metadata)
+    yield dg.Output(
+        summary, "result", metadata={**metadata, "tasks_completed_here": len(completed)}
+    )
     yield from results

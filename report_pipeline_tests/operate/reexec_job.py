@@ -1,0 +1,41 @@
+"""`report_manifest`'s job for re-execution tests, rebuilt by `dg.reconstructable` in any
+process (a run worker to kill, a re-execution). Its resources read their roots from the
+environment when used (REPORT_PIPELINE_INBOX/STORE/WORK), as the project's do, and the store
+fails on demand (REEXEC_FAULT="<method>:<failures>", counted in <store>.faults)."""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from report_pipeline.core.storage import Store
+from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline_tests.faults import FaultyStore
+
+FAULT = "REEXEC_FAULT"
+PAGES_PER_TASK = 20  # the fixture's 140 pages as 7 tasks: a fan-out worth resuming
+
+
+class FaultOnDemandStore(StoreResource):
+    def get_store(self) -> Store:
+        store = super().get_store()
+        if not (fault := os.environ.get(FAULT)):
+            return store
+        method, failures = fault.split(":")
+        counter = Path(f"{store.root}.faults")
+        return FaultyStore(str(store.root), method, int(failures), False, 0, counter, None)
+
+
+def job() -> dg.JobDefinition:
+    defs = dg.Definitions(
+        assets=[report_manifest],
+        jobs=[extract_report_job],
+        resources={
+            "inbox": InboxResource(),
+            "store": FaultOnDemandStore(),
+            "settings": WorkerResource(pages_per_task=PAGES_PER_TASK),
+        },
+    )
+    return defs.resolve_job_def("extract_report_job")
