@@ -10,7 +10,9 @@ import dagster as dg
 
 from report_pipeline.core.storage import Store
 from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 from report_pipeline_tests.faults import FaultyStore
 
@@ -30,12 +32,13 @@ class FaultOnDemandStore(StoreResource):
 
 def job() -> dg.JobDefinition:
     defs = dg.Definitions(
-        assets=[report_manifest],
+        assets=[report_manifest, manifest_table],
         jobs=[extract_report_job],
         resources={
             "inbox": InboxResource(),
             "store": FaultOnDemandStore(),
             "settings": WorkerResource(pages_per_task=PAGES_PER_TASK),
+            "checks": CheckSettingsResource(),
         },
     )
     return defs.resolve_job_def("extract_report_job")
