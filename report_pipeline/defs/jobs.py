@@ -17,4 +17,5 @@ retention_audit_job = dg.define_asset_job(
     selection=dg.AssetSelection.checks(retention_checks),
     executor_def=dg.in_process_executor,
     description="Run the four retention checks on report_manifest (materializes nothing).",
+    tags={"report_pipeline/kind": "retention"},  # a maintenance slot (dagster_home/dagster.yaml)
 )
