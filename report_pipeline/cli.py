@@ -11,6 +11,7 @@ from pathlib import Path
 
 from report_pipeline.core.intake import Limits, RefusedInput
 from report_pipeline.core.manifest import quarantine_reasons
+from report_pipeline.core.wording import plural
 from report_pipeline.core.worker import WorkerSettings
 
 EXIT_REFUSED = 3
@@ -28,6 +29,7 @@ SUBMIT_CLASSES = {
     "page_tree": (17, ("page_count_mismatch", "bad_page_tree")),
 }
 EXIT_DAGSTER = 20
+EXIT_RUN_FAILED = 21  # the revision's run failed: re-execute it, nothing new is launched
 _EXITS = "\n".join(
     f"  {code}  {name}: {', '.join(codes)}" for name, (code, codes) in SUBMIT_CLASSES.items()
 )
@@ -35,6 +37,8 @@ SUBMIT_EPILOG = f"""exit codes:
   0   launched (prints the run id), or a duplicate (prints the existing run id)
 {_EXITS}
   {EXIT_DAGSTER}  the Dagster webserver is unreachable or refused the launch
+  {EXIT_RUN_FAILED}  the revision's run failed (prints its id): re-execute it from failure in
+      the UI; crashed runs are retried automatically. Nothing is launched
   {EXIT_ERROR}   an unexpected error (one line on stderr, no traceback)
   2   usage error
 
@@ -79,9 +83,10 @@ def _summary(manifest: dict) -> str:
     counts = manifest["counts"]
     reasons = quarantine_reasons(manifest)
     lines = [
-        f"{manifest['state']}: {counts['pages']} pages, {counts['expected']} image occurrences",
-        f"  archived {counts['archived']} ({counts['distinct_images']} distinct PNGs, "
-        f"{counts['duplicate_occurrences']} duplicate occurrences)",
+        f"{manifest['state']}: {plural(counts['pages'], 'page')}, "
+        f"{plural(counts['expected'], 'image occurrence')}",
+        f"  archived {counts['archived']} ({plural(counts['distinct_images'], 'distinct PNG')}, "
+        f"{plural(counts['duplicate_occurrences'], 'duplicate occurrence')})",
         f"  quarantined {counts['quarantined']}",
     ]
     lines += [f"    {n} x {reason}" for reason, n in sorted(reasons.items())]
@@ -122,6 +127,7 @@ def _submit(args: argparse.Namespace) -> int:
         done = submit(
             args.ref, args.month, resources["inbox"].report_sources(),
             resources["settings"].settings(), monthly_partitions.has_partition_key, launcher,
+            resources["store"].get_store(),
         )  # fmt: skip
     except RefusedInput as refused:
         name, code = _refusal_class(refused.code)
@@ -138,13 +144,14 @@ def _submit(args: argparse.Namespace) -> int:
         "pages": admission.pages, "bytes": admission.size,
     }  # fmt: skip
     if args.json:
-        print(json.dumps({"status": done.status, **details}))
+        print(json.dumps({"status": done.status, **details, "detail": done.detail}))
     else:
         print(done.run_id)
-        what = "launched" if done.status == "launched" else "duplicate: nothing launched; run is"
-        print(f"report-pipeline: {what} {done.run_id} ({admission.report_id}, revision "
-              f"{admission.revision})", file=sys.stderr)  # fmt: skip
-    return 0
+        what = {"launched": f"launched {done.run_id}",
+                "duplicate": f"duplicate, nothing launched: {done.detail}",
+                "failed": f"nothing launched: {done.detail}"}[done.status]  # fmt: skip
+        print(f"report-pipeline: {what} ({admission.report_id})", file=sys.stderr)
+    return EXIT_RUN_FAILED if done.status == "failed" else 0
 
 
 def _refusal_class(refusal: str) -> tuple[str, int]:

@@ -65,6 +65,7 @@ class ObjectInfo:
 class Store(Protocol):
     def put_bytes(self, key: str, data: bytes) -> None: ...
     def put_file(self, key: str, path: Path) -> None: ...
+    def put_if_absent(self, key: str, data: bytes) -> bool: ...
     def get_bytes(self, key: str, max_bytes: int) -> bytes: ...
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None: ...
     def exists(self, key: str) -> bool: ...
@@ -137,6 +138,27 @@ class LocalStore:
                 shutil.copyfileobj(source, handle, _CHUNK)
 
         self._write(key, copy)
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        """Create `key` with `data` only if no object has that key: True if this call created
+        it, False if one was already there (its bytes untouched). Atomic against concurrent
+        callers, and a reader never sees the object half-written: the complete file is linked
+        into place, and link(2) fails if the name exists. (S3: PutObject with
+        `If-None-Match: *`, whose 412 Precondition Failed means False.)"""
+        final = self._path(key)
+        tmp = self._tmp_beside(final)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.link(tmp, final)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise PermanentStorageError(f"cannot create {key}: {exc.strerror}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
 
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         path = self._path(key)

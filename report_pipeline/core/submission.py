@@ -2,6 +2,8 @@
 the input limits, compute the idempotency key, and find an earlier run of the same revision.
 
 Shared by `new_report_sensor` and `report-pipeline submit`; Dagster-free (the launcher is given).
+A launch is preceded by the revision's claim in the store (core/claims.py), so concurrent
+submits, the sensor and UI launches make one run per revision, whatever the timing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from report_pipeline.core import claims
 from report_pipeline.core.intake import (
     INSPECTION_FAILED,
     RefusedInput,
@@ -22,6 +25,7 @@ from report_pipeline.core.intake import (
     stage_stream,
 )
 from report_pipeline.core.sources import Entry, ReportRef, ReportSource, newest
+from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import private_workdir
 from report_pipeline.core.worker import WorkerSettings, lease_for
 
@@ -30,8 +34,8 @@ REPORT_ID_TAG = "report_pipeline/report_id"
 SOURCE_HASH_TAG = "report_pipeline/source_hash"
 SOURCE_TAG = "report_pipeline/source"
 # A run in one of these states is the revision's run: a duplicate launches nothing. A FAILED or
-# CANCELED run is not: `submit` may launch the revision again (the sensor never retries).
-LIVE_OR_DONE = ("SUCCESS", "STARTED", "STARTING", "QUEUED", "NOT_STARTED")
+# CANCELED run that holds the revision's claim is reported, not launched again (core/claims.py).
+LIVE_OR_DONE = claims.PREFERRED
 
 
 @dataclass(frozen=True)
@@ -166,25 +170,42 @@ class Launcher(Protocol):
 
 @dataclass(frozen=True)
 class Submitted:
-    status: str  # "launched" or "duplicate"
-    run_id: str
+    status: str  # "launched", "duplicate" or "failed" (the revision's run failed)
+    run_id: str  # "" only if another claimer was still launching after a wait
     admission: Admission
+    detail: str = ""  # for "duplicate" and "failed": who holds the revision, in one line
 
 
 def submit(
     reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
-    is_open: Callable[[str], bool], launcher: Launcher,
+    is_open: Callable[[str], bool], launcher: Launcher, store: Store,
 ) -> Submitted:  # fmt: skip
-    """The intake API: authorize, limit, dedupe, register the report in its source, launch."""
+    """The intake API: authorize, limit, claim the revision, register the report in its source,
+    launch. Whoever loses the claim reports the run that holds it."""
     check_open(month, is_open)
     source, ref = authorize(sources, reference)
     if ref.month not in (None, month):
         raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")
     admission = admit(source, ref, month, settings, "intake/submit")
     existing = existing_run(launcher.runs_tagged(REVISION_TAG, admission.revision))
-    if existing is not None:
-        return Submitted("duplicate", existing, admission)
-    registered = source.register(ref, month, admission.source_hash, admission.size)
-    admission = replace(admission, ref=registered)
-    run_id = launcher.launch(month, admission.stage_config(), admission.tags())
+    if existing is not None:  # also finds runs from before claims existed
+        detail = f"revision {admission.revision} already has run {existing}"
+        return Submitted("duplicate", existing, admission, detail)
+
+    def runs_of(token: str) -> list[tuple[str, str]]:
+        return launcher.runs_tagged(claims.CLAIM_TAG, token)
+
+    outcome = claims.acquire(store, admission.revision, "submit", runs_of)
+    if not outcome.won:
+        outcome = claims.await_run(outcome, runs_of)
+        status = "failed" if outcome.failed else "duplicate"
+        return Submitted(status, outcome.run_id, admission, outcome.describe())
+    try:
+        registered = source.register(ref, month, admission.source_hash, admission.size)
+        admission = replace(admission, ref=registered)
+        tags = {**admission.tags(), claims.CLAIM_TAG: outcome.claim.token}
+        run_id = launcher.launch(month, admission.stage_config(), tags)
+    except BaseException:
+        claims.release(store, outcome.claim)
+        raise
     return Submitted("launched", run_id, admission)

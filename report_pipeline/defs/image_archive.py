@@ -8,6 +8,7 @@ import dagster as dg
 
 from report_pipeline.core import janitor
 from report_pipeline.core.audit import Deletion
+from report_pipeline.core.wording import plural
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource, WorkerResource
@@ -57,7 +58,8 @@ def image_archive(
         if (observation := _observation(event)) is not None:
             yield observation
     kinds = Counter(e.kind for e in sweep.deletions)
-    context.log.info(f"janitor deleted {len(sweep.deletions)} item(s), {sweep.bytes_deleted} bytes")
+    deleted = plural(len(sweep.deletions), "item")
+    context.log.info(f"janitor deleted {deleted}, {plural(sweep.bytes_deleted, 'byte')}")
     lags = [max(0.0, e.lag_seconds) for e in sweep.deletions]
     yield dg.MaterializeResult(
         metadata={

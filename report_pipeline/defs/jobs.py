@@ -34,6 +34,6 @@ retention_audit_job = dg.define_asset_job(
     "retention_audit_job",
     selection=dg.AssetSelection.checks(archive_retention_checks),
     executor_def=dg.in_process_executor,
-    tags={"report_pipeline/kind": "retention"},
     description="The whole-archive retention checks on image_archive (materializes nothing).",
+    tags={"report_pipeline/kind": "retention"},  # a maintenance slot (dagster_home/dagster.yaml)
 )

@@ -14,6 +14,7 @@ from report_pipeline.core.submission import (
     revision_tags,
 )
 from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.claiming import claim_for_run
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
 from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS, month_check_results
@@ -36,7 +37,8 @@ def stage_report_run_config(stage_config: dict[str, str]) -> dict:
 
 
 @dg.op(
-    out={"staged": dg.Out(StagedReport), "tasks": dg.DynamicOut(PageTask)},
+    # `staged` is absent when another run holds the revision's claim: nothing downstream runs.
+    out={"staged": dg.Out(StagedReport, is_required=False), "tasks": dg.DynamicOut(PageTask)},
     retry_policy=STORAGE_RETRY,
 )
 def stage_report(
@@ -67,6 +69,11 @@ def stage_report(
 
     staged, tasks = guarded(context, work)
     tag_run_with_revision(context, staged, config.source or inbox.name)
+    if not staged.reused:  # one run per revision extracts it (defs/claiming.py)
+        claim = guarded(context, lambda: claim_for_run(context, store.get_store(), staged))
+        if not claim.won:
+            context.log.warning(f"nothing extracted in this run: {claim.describe()}")
+            return
     if staged.reused:
         context.log.info("revision already archived with a complete manifest: nothing to extract")
     yield dg.Output(staged, "staged", metadata={**staged_metadata(staged), "tasks": len(tasks)})

@@ -6,14 +6,17 @@ import time
 
 import dagster as dg
 
-from report_pipeline.core import watch
+from report_pipeline.core import claims, watch
 from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.storage import Store
 from report_pipeline.core.submission import REVISION_TAG, admit
+from report_pipeline.core.wording import plural
 from report_pipeline.core.worker import WorkerSettings
+from report_pipeline.defs.claiming import runs_of, unresolved_run
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import InboxResource, WorkerResource
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 MINIMUM_INTERVAL_SECONDS = 30
 # Reports read (streamed, hashed, checked) per tick: keeps a tick of a large backlog well inside
@@ -23,10 +26,15 @@ MAX_READS_PER_TICK = 10
 
 def _consider(
     context: dg.SensorEvaluationContext, change: watch.Change, cursor: watch.Cursor,
-    settings: WorkerSettings,
+    settings: WorkerSettings, store: Store, primary: str,
 ) -> dg.RunRequest | str:  # fmt: skip
     """A run request for the month's new report, or why there is none."""
     where = f"{change.source.name} {change.month}"
+    primary_month = change.source.name == primary
+    # A UI launch or backfill of the month will stage this report: it claims it, not the sensor.
+    if primary_month and (pending := unresolved_run(context.instance, change.month)):
+        watch.defer(cursor, change)
+        return f"{where}: run {pending} has not read its report yet; looking again next tick"
     try:
         admission = admit(change.source, change.entry.ref, change.month, settings, "intake/sensor")
     except RefusedInput as refused:
@@ -40,12 +48,16 @@ def _consider(
     )
     if runs:
         return f"{where}: revision {admission.revision} already has run {runs[0].run_id}"
-    context.log.info(f"{where}: new revision {admission.revision} ({admission.pages} pages)")
+    claim = claims.acquire(store, admission.revision, "sensor", runs_of(context.instance))
+    if not claim.won:  # `submit` or a UI launch got there first
+        return f"{where}: {claim.describe()}"
+    pages = plural(admission.pages, "page")
+    context.log.info(f"{where}: new revision {admission.revision} ({pages})")
     return dg.RunRequest(
         run_key=admission.revision,
         partition_key=change.month,
         run_config=stage_report_run_config(admission.stage_config()),
-        tags=admission.tags(),
+        tags={**admission.tags(), claims.CLAIM_TAG: claim.claim.token},
     )
 
 
@@ -68,8 +80,9 @@ def build_new_report_sensor(
     """The sensor, with another interval for tests that drive a real daemon."""
 
     def new_report_sensor(
-        context: dg.SensorEvaluationContext, inbox: InboxResource, settings: WorkerResource
-    ) -> dg.SensorResult:
+        context: dg.SensorEvaluationContext, inbox: InboxResource, store: StoreResource,
+        settings: WorkerResource,
+    ) -> dg.SensorResult:  # fmt: skip
         """Watches every configured report source. A new or changed report in a month folder
         is authorized and checked against the input limits (bytes, %PDF, pages, encryption)
         before anything runs, then requested as that month's partition with the revision as
@@ -80,8 +93,9 @@ def build_new_report_sensor(
         notes: list[str] = []
         requests: list[dg.RunRequest] = []
         changes = _changes(inbox, cursor, now, sweep, notes)
+        worker, claim_store = settings.settings(), store.get_store()
         for change in changes[:MAX_READS_PER_TICK]:
-            outcome = _consider(context, change, cursor, settings.settings())
+            outcome = _consider(context, change, cursor, worker, claim_store, inbox.name)
             if isinstance(outcome, dg.RunRequest):
                 requests.append(outcome)
             else:
@@ -89,7 +103,9 @@ def build_new_report_sensor(
         for change in changes[MAX_READS_PER_TICK:]:
             watch.defer(cursor, change)
         if len(changes) > MAX_READS_PER_TICK:
-            waiting = f"{len(changes) - MAX_READS_PER_TICK} more report(s) wait for the next tick"
+            more = len(changes) - MAX_READS_PER_TICK
+            verb = "waits" if more == 1 else "wait"
+            waiting = f"{plural(more, 'more report', 'more reports')} {verb} for the next tick"
             context.log.info(waiting)
             notes.append(waiting)
         if sweep:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from report_pipeline.core.wording import plural
 from report_pipeline.defs.jobs import extract_report_job
 
 PARTITION_TAG = "dagster/partition"
@@ -110,5 +111,5 @@ def dead_run_sensor(context: dg.SensorEvaluationContext):
         if (request := replacement(current)) is not None:
             requests.append(request)
     if failed:
-        context.log.warning(f"marked {len(failed)} run(s) failed: {', '.join(failed)}")
-    return requests or dg.SkipReason(f"{len(failed)} dead run(s) failed; nothing to launch")
+        context.log.warning(f"marked {plural(len(failed), 'run')} failed: {', '.join(failed)}")
+    return requests or dg.SkipReason(f"{plural(len(failed), 'dead run')} failed; nothing to launch")

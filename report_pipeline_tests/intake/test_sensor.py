@@ -133,7 +133,8 @@ def test_a_file_changed_after_intake_is_refused_by_the_run_and_writes_nothing(
     assert not result.success
     (failure,) = events(result, "STEP_FAILURE")
     assert "report refused (changed)" in failure.step_failure_data.error.message
-    assert files_under(tmp_path / "store") == []
+    claim = tmp_path / "store" / "claims" / request.run_key / "000001.json"
+    assert files_under(tmp_path / "store") == [claim]  # the sensor's claim, nothing of the report
 
 
 def test_a_backlog_is_read_a_bounded_number_of_reports_per_tick(tick, drop):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from report_pipeline.core.intake import Limits, RefusedInput
+from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.submission import REVISION_TAG, submit
 from report_pipeline.core.worker import WorkerSettings
 from report_pipeline_tests.conftest import files_under
@@ -32,7 +33,8 @@ def launcher() -> RecordingLauncher:
 
 def call(ref, source, tmp_path, launcher, month="2026-09", **limits):
     settings = WorkerSettings(tmp_path / "work", Limits(**limits))
-    return submit(str(ref), month, [source], settings, lambda m: m <= "2026-10", launcher)
+    store = LocalStore(tmp_path / "store")
+    return submit(str(ref), month, [source], settings, lambda m: m <= "2026-10", launcher, store)
 
 
 def test_a_report_is_registered_launched_once_and_then_a_duplicate(
@@ -51,12 +53,17 @@ def test_a_report_is_registered_launched_once_and_then_a_duplicate(
     assert call(same_bytes, source, tmp_path, launcher).status == "duplicate"
 
 
-def test_a_failed_run_does_not_block_an_explicit_submit(source, drop, tmp_path, launcher):
+def test_a_failed_run_keeps_its_claim_and_a_resubmit_points_to_it(source, drop, tmp_path, launcher):
     upload = drop("no_images.pdf", folder="2026-09")
     first = call(upload, source, tmp_path, launcher)
     launcher.runs[0]["status"] = "FAILURE"
     second = call(upload, source, tmp_path, launcher)
-    assert second.status == "launched" and second.run_id != first.run_id
+    assert (second.status, second.run_id, len(launcher.runs)) == ("failed", first.run_id, 1)
+    assert f"its run {first.run_id} ended FAILURE; re-execute it from failure" in second.detail
+    retry = {**launcher.runs[0], "id": "run-retry", "status": "STARTED"}  # Dagster's run retry
+    launcher.runs.append(retry)  # inherits the parent's tags, the claim's token among them
+    third = call(upload, source, tmp_path, launcher)
+    assert (third.status, third.run_id) == ("duplicate", "run-retry")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,52 @@
+"""Dagster's side of the revision claims (core/claims.py): runs found by tag on the instance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dagster as dg
+
+from report_pipeline.core import claims
+from report_pipeline.core.messages import StagedReport
+from report_pipeline.core.storage import Store
+from report_pipeline.core.submission import REVISION_TAG
+
+# Runs that have not finished: a UI launch or backfill among them may not know its revision yet.
+UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]  # fmt: skip
+
+
+def runs_of(instance: dg.DagsterInstance) -> Callable[[str], list[tuple[str, str]]]:
+    """claim token → (run id, status) of the runs carrying it, newest first."""
+
+    def lookup(token: str) -> list[tuple[str, str]]:
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={claims.CLAIM_TAG: token}))
+        return [(run.run_id, run.status.value) for run in runs]
+
+    return lookup
+
+
+def unresolved_run(instance: dg.DagsterInstance, month: str) -> str | None:
+    """An unfinished run of the month that has not read its report yet (a UI launch or backfill
+    of the primary inbox, before `stage_report` tags it with its revision)."""
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/partition": month}, statuses=UNFINISHED)
+    )
+    return next((run.run_id for run in runs if REVISION_TAG not in run.tags), None)
+
+
+def claim_for_run(
+    context: dg.OpExecutionContext, store: Store, staged: StagedReport
+) -> claims.Outcome:
+    """In `stage_report`, once the revision is known: intake's run holds the claim already (its
+    token is a tag); a UI launch or backfill takes it now, or learns which run holds it."""
+    tags = context.run.tags
+    outcome = claims.claim_in_run(
+        store, staged.ref.revision, context.run_id, tags.get(claims.CLAIM_TAG, ""),
+        runs_of(context.instance),
+    )  # fmt: skip
+    if outcome.won and tags.get(claims.CLAIM_TAG) != outcome.claim.token:
+        context.instance.add_run_tags(context.run_id, {claims.CLAIM_TAG: outcome.claim.token})
+    return outcome

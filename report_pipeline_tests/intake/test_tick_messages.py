@@ -1,0 +1,41 @@
+"""Counts in the sensor's tick messages and the CLI's summary read as English: "1 page"."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from report_pipeline.cli import _summary
+from report_pipeline.core.wording import plural
+from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
+
+
+def test_plural_is_singular_for_exactly_one():
+    assert [plural(n, "page") for n in (0, 1, 2)] == ["0 pages", "1 page", "2 pages"]
+    assert plural(1, "more report", "more reports") == "1 more report"
+
+
+def test_a_tick_says_1_page_and_1_more_report_waits(drop, instance, resources, capsys):
+    drop("truncated_jpeg.pdf", folder="2026-10")  # one page
+    for month in range(1, MAX_READS_PER_TICK + 1):
+        drop("no_images.pdf", folder=f"2025-{month:02d}")  # three pages each
+    context = dg.build_sensor_context(instance=instance, resources=resources)
+    result = new_report_sensor(context)
+    assert len(result.run_requests) == MAX_READS_PER_TICK
+    logged = capsys.readouterr().err
+    assert "(3 pages)" in logged and "1 more report waits for the next tick" in logged
+    assert "(1 pages)" not in logged and "report(s)" not in logged
+    again = new_report_sensor(dg.build_sensor_context(instance=instance, resources=resources,
+                                                      cursor=result.cursor))  # fmt: skip
+    second = capsys.readouterr().err
+    assert "inbox 2026-10: new revision" in second and "(1 page)" in second
+    assert len(again.run_requests) == 1
+
+
+def test_the_preview_summary_counts_in_english():
+    counts = {"pages": 1, "expected": 1, "archived": 1, "distinct_images": 1,
+              "duplicate_occurrences": 0, "quarantined": 0}  # fmt: skip
+    text = _summary({"state": "complete", "counts": counts, "children": []})
+    assert text.splitlines()[:2] == [
+        "complete: 1 page, 1 image occurrence",
+        "  archived 1 (1 distinct PNG, 0 duplicate occurrences)",
+    ]
