@@ -5,11 +5,16 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from report_pipeline.core.sources import LocalInboxSource
+from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 
 PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident
@@ -23,6 +28,15 @@ def resources(tmp_path: Path) -> dict:
         "settings": WorkerResource(work_root=str(tmp_path / "work")),
         "checks": CheckSettingsResource(),
     }
+
+
+@pytest.fixture
+def defs(resources: dict) -> dg.Definitions:
+    """The report asset, its job and the sensor, on the tests' resources."""
+    return dg.Definitions(
+        assets=[report_manifest, manifest_table], jobs=[extract_report_job],
+        sensors=[new_report_sensor], resources=resources,
+    )  # fmt: skip
 
 
 @pytest.fixture

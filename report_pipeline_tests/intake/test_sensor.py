@@ -7,21 +7,9 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.submission import REVISION_TAG
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events
-
-
-@pytest.fixture
-def defs(resources) -> dg.Definitions:
-    return dg.Definitions(
-        assets=[report_manifest, manifest_table], jobs=[extract_report_job],
-        sensors=[new_report_sensor],
-        resources=resources,
-    )  # fmt: skip
 
 
 @pytest.fixture
