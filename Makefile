@@ -3,6 +3,8 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 MONTH ?= 2026-10
+# `make dev DEV_FLAGS="-p 3001"` for another port; DAGSTER_HOME=... on the command line overrides.
+DEV_FLAGS ?= -h 127.0.0.1 -p 3000
 
 .PHONY: setup demo test dev fixtures lint bench
 
@@ -31,7 +33,7 @@ test: setup  ## the whole suite, plus lint (installs missing system packages fir
 	$(UV) run pytest
 
 dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home/)
-	$(UV) run dagster dev -w workspace.yaml
+	$(UV) run dagster dev -w workspace.yaml $(DEV_FLAGS)
 
 lint: setup
 	$(UV) run ruff check --fix .

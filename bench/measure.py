@@ -28,6 +28,7 @@ from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
+from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 INSTANCE_YAML = ROOT / "dagster_home" / "dagster.yaml"
@@ -65,14 +66,14 @@ def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN) -> Sample:
     return {"wall_s": wall, "counts": manifest["counts"]}
 
 
-def _definitions(tmp: Path, pdf: Path, pages_per_task: int) -> dg.Definitions:
+def _definitions(tmp: Path, pdf: Path) -> dg.Definitions:
     inbox = tmp / "inbox" / MONTH
     inbox.mkdir(parents=True)
     shutil.copyfile(pdf, inbox / pdf.name)
     resources = {
         "inbox": InboxResource(root=str(tmp / "inbox")),
         "store": StoreResource(root=str(tmp / "store")),
-        "settings": WorkerResource(work_root=str(tmp / "work"), pages_per_task=pages_per_task),
+        "settings": WorkerResource(work_root=str(tmp / "work")),
         "checks": CheckSettingsResource(),
     }
     return dg.Definitions(
@@ -109,16 +110,18 @@ def _summarise(result: Any, instance: dg.DagsterInstance, wall: float) -> Sample
 
 
 def dagster(pdf: Path, scratch: Path, pages_per_task: int = 0) -> Sample:
-    """`extract_report_job` for one partition on a fresh embedded default instance."""
+    """`extract_report_job` for one partition on a fresh embedded default instance;
+    `pages_per_task` > 0 is passed as a Launchpad user would, in stage_report's run config."""
     with fresh_dir(scratch, "dagster-") as tmp:
         home = tmp / "dagster_home"
         home.mkdir()
         shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
-        job = _definitions(tmp, pdf, pages_per_task).resolve_job_def("extract_report_job")
+        job = _definitions(tmp, pdf).resolve_job_def("extract_report_job")
+        config = {**QUIET, **stage_report_run_config({"pages_per_task": pages_per_task})}
         with dg.DagsterInstance.from_config(str(home)) as instance:
             start = time.perf_counter()
             result = job.execute_in_process(
-                partition_key=MONTH, instance=instance, run_config=QUIET, raise_on_error=False
+                partition_key=MONTH, instance=instance, run_config=config, raise_on_error=False
             )
             wall = time.perf_counter() - start
             return _summarise(result, instance, wall)

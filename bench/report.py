@@ -20,8 +20,8 @@ ROWS = [
     ("isolated, 1 per core", "pool", "wall_s"),
     ("dagster wall", "dagster", "wall_s"),
     ("dagster run duration", "dagster", "run_s"),
-    ("per-page dagster wall", "per_page", "wall_s"),
-    ("per-page run duration", "per_page", "run_s"),
+    ("per-page dagster wall", "dagster_per_page", "wall_s"),
+    ("per-page run duration", "dagster_per_page", "run_s"),
     ("pdfimages -all", "pdfimages", "wall_s"),
 ]
 

@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reports", nargs="+", type=Path, help="PDFs (default: see README)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--per-page", action=argparse.BooleanOptionalAction, default=True,
-                        help="also run with pages_per_task=1 (one step per page)")  # fmt: skip
+                        help="also dagster_per_page: pages_per_task=1 in run config")  # fmt: skip
     parser.add_argument("--per-page-repeat", type=int, default=1,
                         help="rounds that include the slow per-page run (default 1)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -63,7 +63,7 @@ def variants(pdf: Path, scratch: Path, args: argparse.Namespace, exe: str | None
         ("dagster", partial(measure.dagster, pdf, scratch, 0)),
     ]
     if args.per_page:
-        runs.append(("per_page", partial(measure.dagster, pdf, scratch, 1)))
+        runs.append(("dagster_per_page", partial(measure.dagster, pdf, scratch, 1)))
     if exe is not None:
         runs.append(("pdfimages", partial(measure.pdfimages, pdf, scratch, exe)))
     return runs
@@ -76,7 +76,7 @@ def one_round(runs: list[Variant], skip: set[str], label: str) -> dict[str, Samp
         if name in skip:
             continue
         done[name] = run()
-        if name in ("pool_1", "pool", "dagster", "per_page"):
+        if name in ("pool_1", "pool", "dagster", "dagster_per_page"):
             measure.check_counts(done["plain"]["counts"], done[name], f"{label} {name}")
     print(f"  {label}: " + "  ".join(f"{n} {s['wall_s']:.2f}s" for n, s in done.items()))
     return done
@@ -87,10 +87,10 @@ def bench_report(pdf: Path, scratch: Path, args: argparse.Namespace, exe: str | 
     alternate the variants for `--repeat` rounds."""
     print(f"{pdf.name}:")
     runs = variants(pdf, scratch, args, exe)
-    one_round(runs, {"per_page"}, "warm-up")
+    one_round(runs, {"dagster_per_page"}, "warm-up")
     samples: dict[str, list[Sample]] = defaultdict(list)
     for i in range(args.repeat):
-        skip = {"per_page"} if i >= args.per_page_repeat else set()
+        skip = {"dagster_per_page"} if i >= args.per_page_repeat else set()
         for name, sample in one_round(runs, skip, f"round {i + 1}/{args.repeat}").items():
             samples[name].append(sample)
     rows = report.summarise(samples)

@@ -7,7 +7,7 @@ from typing import Any
 
 import dagster as dg
 
-from report_pipeline.core.messages import ArchivedTask, StagedReport
+from report_pipeline.core.messages import ArchivedTask, PageTask, StagedReport
 
 
 def staged_metadata(staged: StagedReport) -> dict[str, Any]:
@@ -23,8 +23,17 @@ def staged_metadata(staged: StagedReport) -> dict[str, Any]:
     }
 
 
+def page_group_metadata(task: PageTask) -> dict[str, Any]:
+    """Which pages a step covers: shown on both of a page group's steps."""
+    return {
+        "pages": task.last_page - task.first_page + 1,
+        "first_page": task.first_page,
+        "last_page": task.last_page,
+    }
+
+
 def task_metadata(archived: ArchivedTask, children: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-page visibility for a page group: one row per page of the task."""
+    """Per-page visibility for a page group: its pages, and one table row per page."""
     states = Counter((c["page"], c["state"]) for c in children)
     rows = []
     for page in range(archived.task.first_page, archived.task.last_page + 1):
@@ -40,7 +49,8 @@ def task_metadata(archived: ArchivedTask, children: list[dict[str, Any]]) -> dic
         ]
     )
     return {
-        "pages": dg.MetadataValue.table(rows, schema),
+        **page_group_metadata(archived.task),
+        "page_table": dg.MetadataValue.table(rows, schema),
         "archived": archived.archived,
         "quarantined": archived.quarantined,
         "new_objects": archived.new_objects,

@@ -16,22 +16,35 @@ from report_pipeline.core.submission import (
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.claiming import claim_for_run
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
-from report_pipeline.defs.metadata import manifest_metadata, staged_metadata, task_metadata
+from report_pipeline.defs.metadata import (
+    manifest_metadata,
+    page_group_metadata,
+    staged_metadata,
+    task_metadata,
+)
 from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS, month_check_results
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 
 class StageReportConfig(dg.Config):
-    """Which report a run stages. Left empty (UI launches, backfills): the primary inbox's
-    newest report for the month. Intake (sensor, `submit`) fills all three."""
+    """Which report a run stages, and how its pages are grouped into steps. Left empty (UI
+    launches, backfills): the primary inbox's newest report for the month, grouped as the
+    `settings` resource says. Intake (sensor, `submit`) fills source, report_key, source_hash."""
 
     source: str = Field("", description="the source's name; empty: the primary inbox")
     report_key: str = Field("", description="opaque key of the file chosen at intake")
     source_hash: str = Field("", description="sha256 validated at intake; other bytes refused")
+    pages_per_task: int = Field(
+        0,
+        ge=0,
+        description="pages per page group (one extract_pages and one archive_pages step each). "
+        "0: the settings resource's pages_per_task (by default, groups of ~8 s of estimated "
+        "work); 1: one step per page, for per-page step visibility (costs ~0.04 s per step).",
+    )
 
 
-def stage_report_run_config(stage_config: dict[str, str]) -> dict:
+def stage_report_run_config(stage_config: dict) -> dict:
     """Run config that gives `stage_report` (inside the graph asset) its config."""
     return {"ops": {"report_manifest": {"ops": {"stage_report": {"config": stage_config}}}}}
 
@@ -50,9 +63,10 @@ def stage_report(
 ):
     """Read the report chosen at intake (or the month's newest), authorized again, stream it
     into the private store with a byte cap, check the %PDF signature, page count and encryption,
-    compute the idempotency key, and fan out: one child task per page group (mapping key
-    page_0001 or pages_0001_0070)."""
+    compute the idempotency key, and fan out: one page group per step (mapping key page_0001 or
+    pages_0001_0070), sized by `pages_per_task` (run config, else the settings resource)."""
     month = context.partition_key
+    pages_per_task = config.pages_per_task or settings.pages_per_task
 
     def work() -> tuple[StagedReport, list[PageTask]]:
         check_open(month, monthly_partitions.has_partition_key)
@@ -63,7 +77,7 @@ def stage_report(
         ):
             return worker.stage(
                 store.get_store(), path, source.name, month, superseded, worker_settings,
-                owner(context), settings.pages_per_task, settings.target_task_units,
+                owner(context), pages_per_task, settings.target_task_units,
                 expected_hash=config.source_hash,
             )  # fmt: skip
 
@@ -76,7 +90,8 @@ def stage_report(
             return
     if staged.reused:
         context.log.info("revision already archived with a complete manifest: nothing to extract")
-    yield dg.Output(staged, "staged", metadata={**staged_metadata(staged), "tasks": len(tasks)})
+    meta = {**staged_metadata(staged), "page_groups": len(tasks), "pages_per_task": pages_per_task}
+    yield dg.Output(staged, "staged", metadata=meta)
     for task in tasks:
         yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")
 
@@ -95,8 +110,9 @@ def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, 
 def extract_pages(
     context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource, task: PageTask
 ) -> dg.Output[ExtractedTask]:
-    """Decode, validate and normalize every image on the task's pages in a private workdir.
-    Bad bytes are quarantined on the spot (never retried); results go to the store."""
+    """One page group (first_page..last_page): decode, validate and normalize every image its
+    pages draw, in a private workdir. Bad bytes are quarantined on the spot (never retried);
+    results go to the store."""
     extracted = guarded(
         context,
         lambda: worker.extract(store.get_store(), task, settings.settings(), owner(context)),
@@ -104,8 +120,7 @@ def extract_pages(
     return dg.Output(
         extracted,
         metadata={
-            "first_page": task.first_page,
-            "last_page": task.last_page,
+            **page_group_metadata(task),
             "validated": extracted.validated,
             "quarantined": extracted.quarantined,
             "peak_rss_mib": round(extracted.peak_rss_kib / 1024, 1),
@@ -118,8 +133,9 @@ def archive_pages(
     context: dg.OpExecutionContext, store: StoreResource, staged: StagedReport,
     extracted: ExtractedTask,
 ) -> dg.Output[ArchivedTask]:  # fmt: skip
-    """Move validated images into the revision's archive (once per content hash), keep
-    quarantined streams for review, and write the task's child records.
+    """One page group (first_page..last_page): move its validated images into the revision's
+    archive (once per content hash), keep quarantined streams for review, and write the
+    group's child records (a per-page table in the step's metadata).
 
     `staged` ties each archive step to `stage_report` as well as to its own extraction. Without
     it, a re-execution from failure of a run killed before any extraction finished selects the

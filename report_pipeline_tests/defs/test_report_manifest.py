@@ -4,6 +4,8 @@ from report_pipeline.defs.resources import WorkerResource
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events, materialization
 
+PAGE_KEYS = ("pages", "first_page", "last_page")
+
 
 def all_text(result, instance) -> str:
     """Every log line and event message the run produced, with all metadata rendered."""
@@ -27,11 +29,14 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
     quarantined = [(r.data["page"], r.data["reason"]) for r in meta["quarantined_items"].records]
     assert quarantined == [(50, "truncated"), (100, "signature_mismatch")]
     archive_steps = events(result, "STEP_OUTPUT", "archive_pages")
-    rows = [
-        r.data for e in archive_steps for r in e.event_specific_data.metadata["pages"].value.records
-    ]
+    tables = [e.event_specific_data.metadata["page_table"].value for e in archive_steps]
+    rows = [r.data for table in tables for r in table.records]
     assert [r["page"] for r in rows] == list(range(1, 141))  # per-page visibility in the UI
     assert sum(r["images"] for r in rows) == 423
+    for step in ("extract_pages", "archive_pages"):  # each step says which pages it covers
+        (output,) = events(result, "STEP_OUTPUT", step)
+        covered = {k: output.event_specific_data.metadata[k].value for k in PAGE_KEYS}
+        assert covered == {"pages": 140, "first_page": 1, "last_page": 140}, step
 
 
 def test_a_repaired_report_says_so_on_the_step_and_the_asset(inbox, materialize, tmp_path):

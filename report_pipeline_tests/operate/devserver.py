@@ -1,0 +1,109 @@
+"""`make dev` in a temporary DAGSTER_HOME (the committed dagster.yaml) on a free port, with its
+own process group, and the GraphQL calls the operate tests make."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.intake.live import REPO, free_port, wait_for
+
+LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
+    __typename ... on LaunchRunSuccess { run { runId } } } }"""
+STATUS = """query($r: ID!) { runOrError(runId: $r) { ... on Run { status } } }"""
+STATUSES = """query { runsOrError { ... on Runs { results { status } } } }"""
+
+
+@dataclass
+class DevServer:
+    process: subprocess.Popen
+    url: str
+    home: Path
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = json.loads(response.read())
+        assert "errors" not in payload, payload["errors"]
+        return payload["data"]
+
+    def launch(self, month: str = "2026-10") -> str:
+        params = {
+            "selector": {"repositoryLocationName": "report_pipeline",
+                         "repositoryName": "__repository__", "jobName": "extract_report_job"},
+            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": month}]},
+        }  # fmt: skip
+        launched = self.graphql(LAUNCH, {"p": params})["launchRun"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        return launched["run"]["runId"]
+
+    def status(self, run_id: str) -> str:
+        return self.graphql(STATUS, {"r": run_id})["runOrError"]["status"]
+
+    def statuses(self) -> list[str]:
+        """Every run's status (the sensor may have launched one for the same report)."""
+        return [r["status"] for r in self.graphql(STATUSES)["runsOrError"]["results"]]
+
+    def group(self) -> list[str]:
+        """The live (not zombie) processes of `make dev`'s process group."""
+        listing = subprocess.run(
+            ["ps", "-o", "pid=,stat=,args=", "-g", str(self.process.pid)],
+            capture_output=True, text=True, check=False,
+        ).stdout  # fmt: skip
+        return [line for line in listing.splitlines() if "Z" not in line.split()[1]]
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def make_dev(root: Path, report: str = "repeated_image.pdf") -> Iterator[DevServer]:
+    """`make dev` as a user runs it, in its own session; its whole group is killed at the end."""
+    home, port = root / "home", free_port()
+    home.mkdir(parents=True)
+    shutil.copyfile(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    (root / "inbox" / "2026-10").mkdir(parents=True)
+    shutil.copyfile(fixture_pdf(report), root / "inbox" / "2026-10" / report)
+    env = {**os.environ, **{f"REPORT_PIPELINE_{name.upper()}": str(root / name)
+                            for name in ("inbox", "store", "work")}}  # fmt: skip
+    command = ["make", "--no-print-directory", "dev", f"DAGSTER_HOME={home}",
+               f"DEV_FLAGS=-h 127.0.0.1 -p {port}"]  # fmt: skip
+    with open(root / "dev.log", "wb") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    server = DevServer(process, f"http://127.0.0.1:{port}", home)
+    try:
+        wait_for(lambda: _serving(server.url) or process.poll() is not None, "dagster dev", 180)
+        assert process.poll() is None, (root / "dev.log").read_text()[-3000:]
+        yield server
+    finally:
+        if server.group():
+            os.killpg(process.pid, 9)
+        process.wait(timeout=30)
+
+
+def wait_until(probe, timeout: float) -> float:
+    """Seconds until `probe()` is true, or `timeout` if it never was."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout and not probe():
+        time.sleep(0.1)
+    return time.monotonic() - start
