@@ -25,6 +25,8 @@ from report_pipeline.core.validation import Quarantined
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
 _PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
 _PARMS_ITEM = re.compile(r"<<.*?>>|null|\d+\s+\d+\s+R", re.S)
+# MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
+_ALLOCATION_FAILED = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory", re.I)
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -135,6 +137,8 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
     try:
         image = normalize.to_image(inline.pixmap(ref)) if ref else normalize.pixmap_image(doc, xref)
     except Exception as exc:  # MuPDF reports bad streams with several exception types
+        if _ALLOCATION_FAILED.search(str(exc)):  # its malloc under the decoder's RLIMIT_AS
+            raise MemoryError("MuPDF could not allocate the image") from None
         raise Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}") from None
     warnings = pymupdf.TOOLS.mupdf_warnings().lower()
     if any(word in warnings for word in _TRUNCATION_WORDS):

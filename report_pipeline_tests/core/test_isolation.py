@@ -1,15 +1,17 @@
 """Decoding in confined child processes: one image pays for a crash, the run goes on."""
 
 import os
+import resource
 import socket
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import pymupdf
 import pytest
 
-from report_pipeline.core import decoder
+from report_pipeline.core import decoder, extract
 from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.isolation import DecodeSettings
 from report_pipeline.core.pipeline import run_report
@@ -117,3 +119,25 @@ def test_a_decoder_keeps_only_its_socket_no_environment_and_its_limits():
 def test_settings_default_to_one_decoder_per_core():
     assert DecodeSettings().pool_size() == os.cpu_count()
     assert replace(DecodeSettings(), processes=3).pool_size() == 3
+
+
+def test_mupdf_running_out_of_the_address_space_limit_is_a_memory_error_not_bad_bytes():
+    """Pillow or MuPDF may be the one to hit the limit first; either way it is `memory_limit`."""
+    doc = pymupdf.open(fixture_pdf("large_dimensions.pdf"))
+    xref = doc.get_page_images(0)[0][0]
+    read, write = os.pipe()
+    if (pid := os.fork()) == 0:  # the limit applies to a child, as in the decoder pool
+        size = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (size + (16 << 20),) * 2)
+        try:
+            extract._mupdf_decode(doc, xref)
+            outcome = b"decoded"
+        except MemoryError:
+            outcome = b"MemoryError"
+        except BaseException as error:
+            outcome = type(error).__name__.encode()
+        os.write(write, outcome)
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 100) == b"MemoryError"

@@ -153,7 +153,7 @@ def running_dagster(root: Path) -> Iterator[LiveDagster]:
     live.start_daemon = start_daemon
     try:
         webserver = start("dagster-webserver", "-p", str(port), "-h", "127.0.0.1")
-        wait_for(lambda: _serving(live.url) or webserver.poll() is not None, "webserver", 180)
+        wait_for(lambda: serving(live.url) or webserver.poll() is not None, "webserver", 180)
         assert webserver.poll() is None, (root / "dagster-webserver.log").read_text()[-3000:]
         yield live
     finally:
@@ -162,7 +162,7 @@ def running_dagster(root: Path) -> Iterator[LiveDagster]:
             process.wait(timeout=30)
 
 
-def _serving(url: str) -> bool:
+def serving(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
             return response.status == 200

@@ -3,19 +3,16 @@ own process group, and the GraphQL calls the operate tests make."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from report_pipeline_tests.conftest import fixture_pdf
-from report_pipeline_tests.intake.live import REPO, free_port, wait_for
+from report_pipeline_tests.intake.live import REPO, LiveDagster, free_port, place, serving, wait_for
 
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
     __typename ... on LaunchRunSuccess { run { runId } } } }"""
@@ -24,20 +21,11 @@ STATUSES = """query { runsOrError { ... on Runs { results { status } } } }"""
 
 
 @dataclass
-class DevServer:
-    process: subprocess.Popen
-    url: str
-    home: Path
+class DevServer(LiveDagster):
+    """`make dev`: LiveDagster's GraphQL calls, plus the process group to stop."""
 
-    def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            payload = json.loads(response.read())
-        assert "errors" not in payload, payload["errors"]
-        return payload["data"]
+    process: subprocess.Popen | None = None
+    home: Path = Path()
 
     def launch(self, month: str = "2026-10") -> str:
         params = {
@@ -65,22 +53,16 @@ class DevServer:
         return [line for line in listing.splitlines() if "Z" not in line.split()[1]]
 
 
-def _serving(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @contextmanager
-def make_dev(root: Path, report: str = "repeated_image.pdf") -> Iterator[DevServer]:
-    """`make dev` as a user runs it, in its own session; its whole group is killed at the end."""
+def make_dev(root: Path, report: str | None = "repeated_image.pdf") -> Iterator[DevServer]:
+    """`make dev` as a user runs it, in its own session, with `report` (a fixture) in the inbox's
+    2026-10 folder, or an empty inbox; its whole group is killed at the end."""
     home, port = root / "home", free_port()
     home.mkdir(parents=True)
     shutil.copyfile(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    (root / "inbox" / "2026-10").mkdir(parents=True)
-    shutil.copyfile(fixture_pdf(report), root / "inbox" / "2026-10" / report)
+    (root / "inbox").mkdir(parents=True)
+    if report:
+        place(root, report, "2026-10", report)
     env = {**os.environ, **{f"REPORT_PIPELINE_{name.upper()}": str(root / name)
                             for name in ("inbox", "store", "work")}}  # fmt: skip
     command = ["make", "--no-print-directory", "dev", f"DAGSTER_HOME={home}",
@@ -90,9 +72,9 @@ def make_dev(root: Path, report: str = "repeated_image.pdf") -> Iterator[DevServ
             command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
-    server = DevServer(process, f"http://127.0.0.1:{port}", home)
+    server = DevServer(f"http://127.0.0.1:{port}", root, lambda: None, process=process, home=home)
     try:
-        wait_for(lambda: _serving(server.url) or process.poll() is not None, "dagster dev", 180)
+        wait_for(lambda: serving(server.url) or process.poll() is not None, "dagster dev", 180)
         assert process.poll() is None, (root / "dev.log").read_text()[-3000:]
         yield server
     finally:

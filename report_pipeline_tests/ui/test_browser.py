@@ -1,5 +1,6 @@
 """The UI's main flows in a real browser (Debian's chromium, headless, driven by Playwright)
-against a real webserver and daemon (intake/live.py) with the fixture report in the inbox:
+against `make dev` (`dagster dev` on a free port, operate/devserver.py) with the fixture report in
+the inbox:
 launch one month from the asset page, see its run succeed, its checks pass, and the sensor and
 both schedules running. Each step leaves a screenshot in the test's tmp folder."""
 
@@ -13,13 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from report_pipeline_tests.intake.live import (
-    SENSOR,
-    LiveDagster,
-    place,
-    running_dagster,
-    wait_for,
-)
+from report_pipeline_tests.intake.live import SENSOR, LiveDagster, place, wait_for
+from report_pipeline_tests.operate.devserver import make_dev
 
 MONTH = "2026-10"  # the inbox folder that holds the fixture, and the partition launched
 ASSET = "report_manifest"
@@ -30,12 +26,12 @@ RUN_TIMEOUT_MS = 60_000  # a launched run: dequeue, a run worker importing the c
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[LiveDagster]:
-    """Webserver and daemon on a fresh instance, the fixture in `inbox/<MONTH>/`. The sensor is
-    off until the test turns it back on, so the UI launch is the month's only run."""
-    with running_dagster(tmp_path / "dagster") as server:
-        place(server.root, "monthly_report.pdf", MONTH, "monthly_report.pdf")
+    """`make dev` on a fresh instance and an empty inbox; the sensor is switched off before the
+    fixture goes into `inbox/<MONTH>/`, so the UI launch is the month's only run. The test turns
+    the sensor back on from the UI."""
+    with make_dev(tmp_path / "dagster", report=None) as server:
         server.set_sensor(running=False)
-        server.start_daemon()
+        place(server.root, "monthly_report.pdf", MONTH, "monthly_report.pdf")
         yield server
 
 
