@@ -8,8 +8,10 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.s3_store import S3Store
+from report_pipeline.core.storage import LocalStore, Store
 from report_pipeline.core.worker import WorkerSettings
+from report_pipeline_tests import s3 as s3_helpers
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 
@@ -62,3 +64,32 @@ def instance() -> Iterator[dg.DagsterInstance]:
     """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
     with dg.instance_for_test() as test_instance:
         yield test_instance
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """moto's S3 API server on a free loopback port, once per session: its endpoint URL."""
+    server, endpoint = s3_helpers.start_server()
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> s3_helpers.S3:
+    """A fresh bucket on the session's S3 server; dummy credentials in this test's environment."""
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in s3_helpers.CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    return s3_helpers.fresh(s3_server)
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """The same tests on both stores: LocalStore, and S3Store on the moto server (under a prefix,
+    so the prefix is exercised too)."""
+    if request.param == "local":
+        return LocalStore(tmp_path / "store")
+    s3 = request.getfixturevalue("s3")
+    return S3Store(s3.client, s3.bucket, prefix="pipeline")

@@ -1,5 +1,6 @@
-"""Revision claims on a real LocalStore: one winner among concurrent claimers (threads and
-processes), stale claims taken over by exactly one contender, failed holders kept."""
+"""Revision claims on a real LocalStore and on S3Store (moto server): one winner among concurrent
+claimers (threads; processes on LocalStore), stale claims taken over by exactly one contender,
+failed holders kept."""
 
 from __future__ import annotations
 
@@ -8,11 +9,19 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from report_pipeline.core import claims
 from report_pipeline.core.storage import LocalStore
 
 REVISION = "r" * 64
 T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def store(any_store):
+    """Every test here runs on LocalStore and on S3Store (moto's S3 server on loopback)."""
+    return any_store
 
 
 def nothing(_token: str) -> list[tuple[str, str]]:

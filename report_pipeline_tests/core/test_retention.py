@@ -14,6 +14,12 @@ from report_pipeline_tests.conftest import fixture_pdf
 MIN = timedelta(minutes=1)
 
 
+@pytest.fixture
+def store(any_store):
+    """Every test here runs on LocalStore and on S3Store (moto's S3 server on loopback)."""
+    return any_store
+
+
 def checks(store, settings, now):
     outcomes = retention_audit.audit_all(store, settings.work_root, now, settings.retention)
     return {o.name: o for o in outcomes}

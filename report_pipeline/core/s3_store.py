@@ -1,0 +1,195 @@
+"""The store on S3: the same key space and semantics as `LocalStore`, under `<bucket>/<prefix>/`.
+
+Privacy: every write sends `ServerSideEncryption=AES256` and no ACL, so objects are owned by
+the bucket owner and readable only through IAM. The bucket must also block public access (all
+four Block Public Access settings on) and should have default encryption; this store does not
+change bucket settings.
+
+Writes are idempotent: `put_if_absent` is a PutObject with `If-None-Match: *` (412 Precondition
+Failed means someone else created the key: False); archive keys are content-addressed, so a
+repeated `put_bytes` or `promote` writes the same bytes. Reads stream with the byte cap and
+count what arrives; a stated length is never trusted. Errors are classified by `s3_errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from report_pipeline.core import s3_errors
+from report_pipeline.core.s3_errors import is_missing, is_precondition_failed, mapped
+from report_pipeline.core.storage import (
+    ObjectInfo,
+    OverCap,
+    PermanentStorageError,
+    check_key,
+    copy_capped,
+)
+
+PRIVATE = {"ServerSideEncryption": "AES256"}
+
+
+class S3Store:
+    """A private key space in one bucket. `client` is a boto3 S3 client (Dagster builds it from
+    `dagster_aws.s3.S3Resource`; its retries and timeouts are the client's configuration)."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "", page_size: int = 1000) -> None:
+        self.client, self.bucket, self.page_size = client, bucket, page_size
+        self.prefix = f"{check_key(prefix.strip('/'))}/" if prefix.strip("/") else ""
+        self._bucket_seen = False
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    def _head(self, key: str) -> dict | None:
+        """The object's metadata, or None if it does not exist (a missing bucket raises)."""
+        with mapped("head", key):
+            try:
+                head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            except Exception as exc:
+                if not is_missing(exc):
+                    raise
+                head = None
+            if head is None and not self._bucket_seen:
+                self._check_bucket()  # a HEAD's 404 does not say whether the bucket is missing
+            self._bucket_seen = True
+            return head
+
+    def _check_bucket(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            if is_missing(exc):
+                raise PermanentStorageError("S3 bucket not found: NoSuchBucket") from None
+            raise
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        with mapped("put", key):
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **PRIVATE)
+
+    def put_file(self, key: str, path: Path) -> None:
+        with open(path, "rb") as body, mapped("put", key):
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, **PRIVATE)
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        """True if this call created `key`; False if an object was already there (untouched)."""
+        with mapped("create", key):
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*", **PRIVATE
+                )
+            except Exception as exc:
+                if is_precondition_failed(exc):
+                    return False
+                raise
+        return True
+
+    def _open(self, key: str) -> BinaryIO:
+        with mapped("get", key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            except Exception as exc:
+                if s3_errors.error_code(exc) == "NoSuchKey":
+                    raise PermanentStorageError(f"missing object {key}") from None
+                raise
+        return _Body(body, key)
+
+    def get_bytes(self, key: str, max_bytes: int) -> bytes:
+        with self._open(key) as body:
+            data = body.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
+        return data
+
+    def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
+        """Stream into a private file, counting bytes: the object's stated size is not trusted."""
+        body = self._open(key)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out, body:
+            try:
+                copy_capped(body, out, max_bytes)
+            except OverCap:
+                raise PermanentStorageError(
+                    f"object {key} is larger than {max_bytes} bytes"
+                ) from None
+
+    def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def size(self, key: str) -> int:
+        head = self._head(key)
+        if head is None:
+            raise PermanentStorageError(f"missing object {key}")
+        return int(head["ContentLength"])
+
+    def promote(self, src: str, dst: str) -> bool:
+        """Move work material into place (server-side copy, then delete); a destination that
+        already exists wins (same content hash). True when this call placed the object."""
+        if self._head(dst) is not None:
+            self.delete(src)
+            return False
+        source = {"Bucket": self.bucket, "Key": self._key(src)}
+        with mapped("copy", f"{src} to {dst}"):
+            try:
+                self.client.copy_object(
+                    Bucket=self.bucket, Key=self._key(dst), CopySource=source, **PRIVATE
+                )
+            except Exception as exc:
+                if s3_errors.error_code(exc) != "NoSuchKey":
+                    raise
+                if self._head(dst) is None:  # a concurrent promote of the same object is fine
+                    raise PermanentStorageError(f"missing object {src}") from None
+                return False
+        self.delete(src)
+        return True
+
+    def delete(self, key: str) -> bool:
+        """Idempotent: an object that is already gone counts as deleted (returns False)."""
+        if self._head(key) is None:
+            return False
+        with mapped("delete", key):
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        return True
+
+    def _pages(self, prefix: str, **params: Any) -> Iterator[dict]:
+        full = self.prefix + (f"{check_key(prefix.strip('/'))}/" if prefix.strip("/") else "")
+        paginator = self.client.get_paginator("list_objects_v2")
+        with mapped("list", prefix or "/"):
+            pages = paginator.paginate(
+                Bucket=self.bucket, Prefix=full, PaginationConfig={"PageSize": self.page_size},
+                **params,
+            )  # fmt: skip
+            yield from pages
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        for page in self._pages(prefix):
+            for item in page.get("Contents", []):
+                key = item["Key"][len(self.prefix) :]
+                yield ObjectInfo(key, int(item["Size"]), item["LastModified"].timestamp())
+
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The next level of `prefix/` (a delimiter listing), without descending."""
+        return sorted(
+            common["Prefix"][len(self.prefix) :].rstrip("/")
+            for page in self._pages(prefix, Delimiter="/")
+            for common in page.get("CommonPrefixes", [])
+        )
+
+
+class _Body:
+    """A response body whose read errors (resets, timeouts) are classified like any call's."""
+
+    def __init__(self, body: Any, key: str) -> None:
+        self._body, self._key = body, key
+
+    def read(self, size: int = -1) -> bytes:
+        with mapped("read", self._key):
+            return self._body.read(size)
+
+    def __enter__(self) -> _Body:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._body.close()

@@ -1,0 +1,79 @@
+"""A real S3 API server for the tests: moto's server mode on a free loopback port.
+
+One server per test session (`s3_server`); each test gets a fresh bucket and dummy credentials in
+its environment only (`s3` fixture in conftest.py). Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def client(endpoint: str, attempts: int = 3, timeout: float = 10) -> Any:
+    """A boto3 S3 client for `endpoint` with the dummy credentials; `attempts=1` surfaces every
+    error (botocore retries throttling, 5xx and connection errors itself otherwise)."""
+    config = Config(
+        retries={"total_max_attempts": attempts, "mode": "standard"},
+        connect_timeout=timeout,
+        read_timeout=timeout,
+    )
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=config,
+    )
+
+
+def start_server() -> tuple[Any, str]:
+    """Start moto's threaded server on a port the OS picks; returns (server, endpoint URL)."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
+@dataclass
+class S3:
+    """One test's bucket on the session's server."""
+
+    endpoint: str
+    bucket: str
+    client: Any
+
+    def new_bucket(self) -> str:
+        name = f"t-{uuid.uuid4().hex[:20]}"
+        self.client.create_bucket(Bucket=name)
+        return name
+
+
+def fresh(endpoint: str) -> S3:
+    s3 = S3(endpoint, "", client(endpoint))
+    s3.bucket = s3.new_bucket()
+    return s3
