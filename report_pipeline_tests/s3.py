@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 CREDENTIALS = {
@@ -77,3 +78,37 @@ def fresh(endpoint: str) -> S3:
     s3 = S3(endpoint, "", client(endpoint))
     s3.bucket = s3.new_bucket()
     return s3
+
+
+class Raw:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_kwargs):
+        yield self.body
+
+
+def answer(status: int, code: str):
+    """A `before-send` handler: S3 answers every request with this error, nothing is sent."""
+    body = f"<Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
+
+    def handler(request, **_kwargs):
+        return AWSResponse(request.url, status, {"Content-Type": "application/xml"}, Raw(body))
+
+    return handler
+
+
+class ResetBody:
+    """A download whose connection drops after the first piece."""
+
+    def __init__(self, body) -> None:
+        self.body, self.reads = body, 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.reads += 1
+        if self.reads > 1:
+            raise ConnectionResetError("connection reset by peer")
+        return self.body.read(1024)
+
+    def close(self) -> None:
+        self.body.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from botocore import exceptions as bx
 
@@ -89,3 +90,24 @@ def mapped(action: str, label: str) -> Iterator[None]:
         if error is None:
             raise
         raise error from None
+
+
+class MappedBody:
+    """A response body whose read errors (resets, timeouts mid-download) are classified like
+    any call's. Closing it closes the body (and drops the connection if unread)."""
+
+    def __init__(self, body: Any, action: str, label: str) -> None:
+        self._body, self._action, self._label = body, action, label
+
+    def read(self, size: int = -1) -> bytes:
+        with mapped(self._action, self._label):
+            return self._body.read(size)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def __enter__(self) -> MappedBody:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

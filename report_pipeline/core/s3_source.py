@@ -3,6 +3,12 @@
 The same interface as the local inbox (`sources.ReportSource`). S3 cannot say cheaply that a
 folder is unchanged, so every listing is read on each tick (1,000 keys per request). Bytes are
 streamed into a private file with a byte cap; the object's stated length is never trusted.
+
+`client` is a boto3 S3 client, the same kind the S3 store takes (Dagster builds it from
+`dagster_aws.s3.S3Resource`). S3 failures are classified by `s3_errors`, as for the store:
+throttling, 5xx, timeouts and resets are TransientStorageError (a run's staging step retries
+them), the rest PermanentStorageError. Messages name the source, never an object key (a key is
+where a team keeps its reports). A missing object is a refusal (`missing`), as for a local file.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from report_pipeline.core.intake import RefusedInput, check_month, copy_capped
+from report_pipeline.core.s3_errors import MappedBody, is_missing, mapped
 from report_pipeline.core.sources import Entry, ReportRef, eligible, is_month, registered_name
 from report_pipeline.core.workdir import private_file
 
@@ -20,32 +27,23 @@ from report_pipeline.core.workdir import private_file
 class S3PrefixSource:
     """Reports under one prefix of one bucket; other buckets and prefixes are not this source."""
 
-    def __init__(
-        self, name: str, bucket: str, prefix: str = "", endpoint_url: str = "", client: Any = None
-    ) -> None:
+    page_size = 1000  # keys per listing request (S3's maximum)
+
+    def __init__(self, name: str, bucket: str, prefix: str, client: Any) -> None:
         self.name = name
         self.bucket = bucket
         self.prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
-        self._endpoint_url = endpoint_url or None
-        self._client = client
-
-    def _s3(self) -> Any:
-        if self._client is None:
-            import boto3  # only when an S3 source is configured and used
-
-            self._client = boto3.client("s3", endpoint_url=self._endpoint_url)
-        return self._client
+        self.client = client
+        self.label = f"in report source {name!r}"  # for messages: never the object key
 
     def _list(self, prefix: str, delimiter: str = "") -> Iterator[dict]:
         params = {"Bucket": self.bucket, "Prefix": prefix}
         if delimiter:
             params["Delimiter"] = delimiter
-        while True:
-            page = self._s3().list_objects_v2(**params)
-            yield page
-            if not page.get("IsTruncated"):
-                return
-            params["ContinuationToken"] = page["NextContinuationToken"]
+        paging = {"PageSize": self.page_size}
+        with mapped("list", self.label):
+            paginator = self.client.get_paginator("list_objects_v2")
+            yield from paginator.paginate(**params, PaginationConfig=paging)
 
     def months(self) -> list[tuple[str, int]]:
         names = [
@@ -89,22 +87,29 @@ class S3PrefixSource:
         return f"{self.prefix}{ref.rel}"
 
     def _head(self, key: str) -> dict:
-        try:
-            return self._s3().head_object(Bucket=self.bucket, Key=key)
-        except Exception as exc:  # botocore's ClientError, kept import-free
-            if _status(exc) in (403, 404):
-                raise RefusedInput("missing", "no such report in the source") from None
-            raise
+        with mapped("head", self.label):
+            try:
+                return self.client.head_object(Bucket=self.bucket, Key=key)
+            except Exception as exc:
+                if is_missing(exc):
+                    raise RefusedInput("missing", "no such report in the source") from None
+                raise
 
     @contextmanager
     def opened(self, ref: ReportRef, workdir: Path, max_bytes: int) -> Iterator[Path]:
-        try:
-            body = self._s3().get_object(Bucket=self.bucket, Key=self._key(ref))["Body"]
-        except Exception as exc:
-            if _status(exc) in (403, 404):
-                raise RefusedInput("missing", "no such report in the source") from None
-            raise
-        yield _download(body, private_file(workdir, ".pdf"), max_bytes)
+        with mapped("get", self.label):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=self._key(ref))["Body"]
+            except Exception as exc:
+                if is_missing(exc):
+                    raise RefusedInput("missing", "no such report in the source") from None
+                raise
+        yield self._download(body, private_file(workdir, ".pdf"), max_bytes)
+
+    def _download(self, body: Any, dest: Path, max_bytes: int) -> Path:
+        with MappedBody(body, "read", self.label) as source, open(dest, "wb") as out:
+            copy_capped(source, out, max_bytes)
+        return dest
 
     def register(self, ref: ReportRef, month: str, source_hash: str, size: int) -> ReportRef:
         if ref.month == month and eligible(ref.rel.rsplit("/", 1)[-1]):
@@ -114,18 +119,9 @@ class S3PrefixSource:
         if head.get("ContentLength") != size:
             raise RefusedInput("changed", "the report changed during intake; submit it again")
         source = {"Bucket": self.bucket, "Key": self._key(ref)}
-        self._s3().copy_object(
-            Bucket=self.bucket, Key=self._key(target), CopySource=source,
-            CopySourceIfMatch=head.get("ETag", "*"),
-        )  # fmt: skip
+        with mapped("copy", self.label):
+            self.client.copy_object(
+                Bucket=self.bucket, Key=self._key(target), CopySource=source,
+                CopySourceIfMatch=head.get("ETag", "*"), ServerSideEncryption="AES256",
+            )  # fmt: skip
         return target
-
-
-def _status(exc: Exception) -> int | None:
-    return getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-def _download(body: Any, dest: Path, max_bytes: int) -> Path:
-    with body, open(dest, "wb") as out:
-        copy_capped(body, out, max_bytes)
-    return dest

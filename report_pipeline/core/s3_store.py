@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from report_pipeline.core import s3_errors
-from report_pipeline.core.s3_errors import is_missing, is_precondition_failed, mapped
+from report_pipeline.core.s3_errors import MappedBody, is_missing, is_precondition_failed, mapped
 from report_pipeline.core.storage import (
     ObjectInfo,
     OverCap,
@@ -86,7 +86,7 @@ class S3Store:
                 raise
         return True
 
-    def _open(self, key: str) -> BinaryIO:
+    def _open(self, key: str) -> MappedBody:
         with mapped("get", key):
             try:
                 body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
@@ -94,7 +94,7 @@ class S3Store:
                 if s3_errors.error_code(exc) == "NoSuchKey":
                     raise PermanentStorageError(f"missing object {key}") from None
                 raise
-        return _Body(body, key)
+        return MappedBody(body, "read", key)
 
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         with self._open(key) as body:
@@ -176,20 +176,3 @@ class S3Store:
             for page in self._pages(prefix, Delimiter="/")
             for common in page.get("CommonPrefixes", [])
         )
-
-
-class _Body:
-    """A response body whose read errors (resets, timeouts) are classified like any call's."""
-
-    def __init__(self, body: Any, key: str) -> None:
-        self._body, self._key = body, key
-
-    def read(self, size: int = -1) -> bytes:
-        with mapped("read", self._key):
-            return self._body.read(size)
-
-    def __enter__(self) -> _Body:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._body.close()

@@ -6,7 +6,6 @@ the store key, never the endpoint, the source path or the bytes."""
 from __future__ import annotations
 
 import pytest
-from botocore.awsrequest import AWSResponse
 
 from report_pipeline.core.s3_errors import classify
 from report_pipeline.core.s3_store import S3Store
@@ -14,27 +13,9 @@ from report_pipeline.core.storage import PermanentStorageError, TransientStorage
 from report_pipeline_tests import s3 as s3_helpers
 
 
-class Raw:
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **_kwargs):
-        yield self.body
-
-
-def answer(status: int, code: str):
-    """A `before-send` handler: S3 answers every request with this error, nothing is sent."""
-    body = f"<Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
-
-    def handler(request, **_kwargs):
-        return AWSResponse(request.url, status, {"Content-Type": "application/xml"}, Raw(body))
-
-    return handler
-
-
 def faulty_store(s3, status: int, code: str) -> S3Store:
     client = s3_helpers.client(s3.endpoint, attempts=1)
-    client.meta.events.register("before-send.s3", answer(status, code))
+    client.meta.events.register("before-send.s3", s3_helpers.answer(status, code))
     return S3Store(client, s3.bucket)
 
 
@@ -91,28 +72,12 @@ def test_an_unreachable_endpoint_is_transient():
         assert closed not in str(caught.value)
 
 
-class ResetBody:
-    """A download whose connection drops after the first piece."""
-
-    def __init__(self, body) -> None:
-        self.body, self.reads = body, 0
-
-    def read(self, size: int = -1) -> bytes:
-        self.reads += 1
-        if self.reads > 1:
-            raise ConnectionResetError("connection reset by peer")
-        return self.body.read(4)
-
-    def close(self) -> None:
-        self.body.close()
-
-
 def test_a_connection_reset_mid_download_is_transient(s3, tmp_path):
     store = S3Store(s3.client, s3.bucket)
     store.put_bytes("staged/r/source.pdf", b"%PDF-1.7 and the rest")
 
     def reset(parsed, **_kwargs):
-        parsed["Body"] = ResetBody(parsed["Body"])
+        parsed["Body"] = s3_helpers.ResetBody(parsed["Body"])
 
     s3.client.meta.events.register("after-call.s3.GetObject", reset)
     with pytest.raises(TransientStorageError, match="read staged/r/source.pdf.*ConnectionReset"):

@@ -3,60 +3,60 @@ fails mid-read or cannot be listed, is reported on the tick; the other months st
 
 from __future__ import annotations
 
-import io
-
 import dagster as dg
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 from report_pipeline.core import watch
 from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.s3_source import S3PrefixSource
+from report_pipeline.core.storage import TransientStorageError
 from report_pipeline.core.submission import admit
 from report_pipeline.core.worker import WorkerSettings
 from report_pipeline.defs.resources import InboxResource
 from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import files_under, fixture_pdf
-from report_pipeline_tests.intake.test_s3_source import FakeS3
 
 
-class ResetBody(io.BytesIO):
-    """A download whose connection drops after the first piece."""
+class Faults:
+    """Faults injected at the S3 boundary of one client: downloads reset while `reads_fail`,
+    listings find no endpoint while `down`."""
 
-    def read(self, size: int = -1) -> bytes:
-        if self.tell():
-            raise ConnectionResetError("connection reset by peer")
-        return super().read(1024)
+    def __init__(self, client) -> None:
+        self.reads_fail, self.down = True, False
+        client.meta.events.register("after-call.s3.GetObject", self._read)
+        client.meta.events.register("before-send.s3.ListObjectsV2", self._list)
 
+    def _read(self, parsed, **_kwargs) -> None:
+        if self.reads_fail:
+            parsed["Body"] = s3_helpers.ResetBody(parsed["Body"])
 
-class FlakyS3(FakeS3):
-    """The in-memory S3, whose downloads fail while `reads_fail` and listings while `down`."""
-
-    reads_fail, down = True, False
-
-    def list_objects_v2(self, **params):
+    def _list(self, request, **_kwargs) -> None:
         if self.down:
-            raise ConnectionRefusedError("endpoint unreachable")
-        return super().list_objects_v2(**params)
-
-    def get_object(self, Bucket, Key):  # noqa: N803
-        body = self.objects[Key]
-        return {"Body": ResetBody(body) if self.reads_fail else io.BytesIO(body)}
-
-
-CLOUD = FlakyS3({"team/2026-07/report.pdf": fixture_pdf("no_images.pdf").read_bytes()})
-
-
-class InboxAndCloud(InboxResource):
-    """The local inbox plus an S3 source backed by `CLOUD`."""
-
-    def report_sources(self):
-        return [*super().report_sources(), S3PrefixSource("cloud", "reports", "team", client=CLOUD)]
+            raise EndpointConnectionError(endpoint_url=request.url)
 
 
 @pytest.fixture
-def tick(instance, resources, tmp_path):
+def cloud(s3) -> S3PrefixSource:
+    """An S3 source on the moto server holding one July report, with `cloud.faults`."""
+    pdf = fixture_pdf("no_images.pdf").read_bytes()
+    s3.client.put_object(Bucket=s3.bucket, Key="team/2026-07/report.pdf", Body=pdf)
+    source = S3PrefixSource("cloud", s3.bucket, "team", s3_helpers.client(s3.endpoint, 1))
+    source.faults = Faults(source.client)
+    return source
+
+
+@pytest.fixture
+def tick(instance, resources, tmp_path, cloud):
     """Evaluate the sensor like a daemon tick; `tick.sweep()` makes the next tick a full sweep."""
-    CLOUD.reads_fail, CLOUD.down = True, False
+
+    class InboxAndCloud(InboxResource):
+        """The local inbox plus the S3 source."""
+
+        def report_sources(self):
+            return [*super().report_sources(), cloud]
+
     inbox = InboxAndCloud(root=str(tmp_path / "inbox"), settle_seconds=0)
     resources = {**resources, "inbox": inbox}
     state = {"cursor": None}
@@ -85,35 +85,34 @@ def test_a_poisoned_month_is_refused_while_a_good_month_is_requested(tick, drop,
     assert "inbox 2026-08: refused (page_count_mismatch)" in logged
     assert (
         "cloud 2026-07: refused (inspection_failed): report could not be read or inspected "
-        "(ConnectionResetError)" in logged
+        "(TransientStorageError)" in logged
     )
     assert tick().skip_reason.skip_message == "no new or changed reports"
 
 
-def test_a_failed_read_is_tried_again_on_the_next_sweep_not_every_tick(tick, capsys):
+def test_a_failed_read_is_tried_again_on_the_next_sweep_not_every_tick(tick, cloud):
     assert "refused (inspection_failed)" in tick().skip_reason.skip_message
     assert tick().skip_reason.skip_message == "no new or changed reports"
-    CLOUD.reads_fail = False
+    cloud.faults.reads_fail = False
     assert tick().skip_reason.skip_message == "no new or changed reports"
     tick.sweep()
     (request,) = tick().run_requests
     assert request.partition_key == "2026-07" and request.tags["report_pipeline/source"] == "cloud"
 
 
-def test_a_source_that_cannot_be_listed_leaves_the_others_running(tick, drop, capsys):
+def test_a_source_that_cannot_be_listed_leaves_the_others_running(tick, cloud, drop, capsys):
     drop("no_images.pdf", folder="2026-09")
-    CLOUD.down = True
+    cloud.faults.down = True
     result = tick()
     assert [r.partition_key for r in result.run_requests] == ["2026-09"]
-    assert "cloud: cannot be listed (ConnectionRefusedError)" in capsys.readouterr().err
+    assert "cloud: cannot be listed (TransientStorageError)" in capsys.readouterr().err
 
 
-def test_admission_turns_a_failed_download_into_a_refusal_and_keeps_nothing(tmp_path):
-    source = S3PrefixSource("cloud", "reports", "team", client=FlakyS3(dict(CLOUD.objects)))
-    (entry,) = source.entries("2026-07")
+def test_admission_turns_a_failed_download_into_a_refusal_and_keeps_nothing(cloud, tmp_path):
+    (entry,) = cloud.entries("2026-07")
     settings = WorkerSettings(tmp_path / "work")
     with pytest.raises(RefusedInput) as caught:
-        admit(source, entry.ref, "2026-07", settings, "intake/test")
+        admit(cloud, entry.ref, "2026-07", settings, "intake/test")
     assert caught.value.code == "inspection_failed"
-    assert isinstance(caught.value.__cause__, ConnectionResetError)
+    assert isinstance(caught.value.__cause__, TransientStorageError)  # a reset mid-download
     assert files_under(tmp_path / "work") == []
