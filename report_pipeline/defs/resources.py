@@ -31,7 +31,10 @@ class SourceSpec(dg.Config):
     root: str = ""
     bucket: str = ""
     prefix: str = ""
-    endpoint_url: str = ""  # S3-compatible endpoints (MinIO, a test server); empty: AWS
+    # S3-compatible endpoints (MinIO, a test server); empty: $REPORT_PIPELINE_S3_ENDPOINT,
+    # $AWS_ENDPOINT_URL or AWS. Region empty: $AWS_REGION. Credentials: boto3's usual chain.
+    endpoint_url: str = ""
+    region: str = ""
 
 
 class InboxResource(dg.ConfigurableResource):
@@ -60,12 +63,17 @@ class InboxResource(dg.ConfigurableResource):
 
 def _build(spec: SourceSpec) -> ReportSource:
     if spec.bucket:
-        return S3PrefixSource(spec.name, spec.bucket, spec.prefix, spec.endpoint_url)
+        from report_pipeline.defs.s3_resources import s3_source_client  # dagster_aws: ~0.4 s
+
+        client = s3_source_client(spec.endpoint_url, spec.region)
+        return S3PrefixSource(spec.name, spec.bucket, spec.prefix, client)
     return LocalInboxSource(spec.name, spec.root)
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The private store for staged sources, work material and the archive."""
+    """The private store for staged sources, work material and the archive: a local folder.
+    The production deployment uses `S3StoreResource` (a subclass, same `get_store()`) from
+    `production_store_resource()`."""
 
     root: str = ""  # default: $REPORT_PIPELINE_STORE or var/store
 
@@ -105,3 +113,12 @@ class WorkerResource(dg.ConfigurableResource):
             self.report_cpu_seconds,
         )  # fmt: skip
         return WorkerSettings(root, limits, retention, decode=decode)
+
+
+def production_store_resource() -> StoreResource:
+    """The `store` resource on S3, configured from the environment (see defs/s3_resources.py:
+    REPORT_PIPELINE_S3_BUCKET, REPORT_PIPELINE_S3_PREFIX, REPORT_PIPELINE_S3_ENDPOINT or
+    AWS_ENDPOINT_URL, AWS_REGION, and the standard AWS credential variables)."""
+    from report_pipeline.defs import s3_resources  # imports dagster_aws only when asked for
+
+    return s3_resources.production_store_resource()

@@ -1,0 +1,87 @@
+"""The S3 side of the resources, built on `dagster_aws.s3.S3Resource`.
+
+Kept apart from resources.py because importing dagster_aws takes ~0.4 s, which the embedded
+default (local store, local inbox) should not pay in every process; resources.py imports this
+module only when an S3 store or source is asked for.
+
+Environment (read through `dg.EnvVar` when the resource is used; `production_store_resource()`
+only looks at which variables are set, to know which ones to wire):
+- `REPORT_PIPELINE_S3_BUCKET` (required), `REPORT_PIPELINE_S3_PREFIX` (optional);
+- `REPORT_PIPELINE_S3_ENDPOINT`, else `AWS_ENDPOINT_URL` (S3-compatible servers; unset: AWS);
+- `AWS_REGION`, else `AWS_DEFAULT_REGION`;
+- credentials from boto3's usual chain: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`
+  (/`AWS_SESSION_TOKEN`), a profile, or the instance's or task's role. Never in config.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dagster as dg
+from dagster_aws.s3 import S3Resource
+from pydantic import PrivateAttr
+
+from report_pipeline.core.s3_store import S3Store
+from report_pipeline.core.storage import Store
+from report_pipeline.defs.resources import StoreResource
+
+# botocore retries throttling, 5xx and connection errors itself (standard mode) before the
+# store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.
+CLIENT_ATTEMPTS = 3
+
+
+class S3StoreResource(StoreResource):
+    """The private store in an S3 bucket (under `prefix`), same key space as the local store.
+    The bucket must block all public access; every object is written SSE-AES256 with no ACL.
+    A StoreResource, so ops that take `store: StoreResource` run on it unchanged (`root` is
+    not used)."""
+
+    bucket: str
+    prefix: str = ""
+    s3: S3Resource
+
+    _store: Store | None = PrivateAttr(default=None)
+
+    def get_store(self) -> Store:
+        if self._store is None:  # one boto3 client per process, not one per call
+            self._store = S3Store(self.s3.get_client(), self.bucket, self.prefix)
+        return self._store
+
+
+def _env(*names: str) -> Any:
+    """`dg.EnvVar` for the first of `names` that is set, else None (boto3's default)."""
+    for name in names:
+        if os.environ.get(name):
+            return dg.EnvVar(name)
+    return None
+
+
+def s3_resource_from_env(endpoint_url: str = "") -> S3Resource:
+    """An S3Resource whose endpoint and region come from the environment (see module doc)."""
+    endpoint = endpoint_url or _env("REPORT_PIPELINE_S3_ENDPOINT", "AWS_ENDPOINT_URL")
+    return S3Resource(
+        endpoint_url=endpoint,
+        region_name=_env("AWS_REGION", "AWS_DEFAULT_REGION"),
+        max_attempts=CLIENT_ATTEMPTS,
+    )
+
+
+def production_store_resource() -> S3StoreResource:
+    """The `store` resource of the production deployment: S3, configured from the environment."""
+    return S3StoreResource(
+        bucket=dg.EnvVar("REPORT_PIPELINE_S3_BUCKET"),
+        prefix=_env("REPORT_PIPELINE_S3_PREFIX") or "",
+        s3=s3_resource_from_env(),
+    )
+
+
+def s3_source_client(endpoint_url: str = "", region: str = "") -> Any:
+    """The boto3 client an S3 report source uses, from an S3Resource like the store's. Called
+    while the inbox resource is in use, so it reads the environment directly."""
+    endpoint = endpoint_url or os.environ.get("REPORT_PIPELINE_S3_ENDPOINT") or None
+    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    resource = S3Resource(
+        endpoint_url=endpoint, region_name=region or None, max_attempts=CLIENT_ATTEMPTS
+    )  # AWS_ENDPOINT_URL, when set and no endpoint is given here, is read by boto3 itself
+    return resource.get_client()
