@@ -13,6 +13,7 @@ count what arrives; a stated length is never trusted. Errors are classified by `
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,11 +98,15 @@ class S3Store:
         return MappedBody(body, "read", key)
 
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
+        out = io.BytesIO()
         with self._open(key) as body:
-            data = body.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
-        return data
+            try:
+                copy_capped(body, out, max_bytes)  # reads until EOF or one piece past the cap
+            except OverCap:
+                raise PermanentStorageError(
+                    f"object {key} is larger than {max_bytes} bytes"
+                ) from None
+        return out.getvalue()
 
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
         """Stream into a private file, counting bytes: the object's stated size is not trusted."""
