@@ -56,7 +56,12 @@ def test_killed_worker_is_retried_and_its_workdir_swept(tmp_path: Path):
         launcher = GraphQLLauncher(live.url, lambda stage: SETTINGS)
         run_id = launcher.launch(MONTH, {}, {})
 
-        pid = wait_for(lambda: worker_pid(live, run_id), "the worker to extract", 120)
+        def extracting_in_a_workdir() -> int | None:
+            """The worker's pid while it holds a private workdir (killed then, it leaves one)."""
+            pid = worker_pid(live, run_id)
+            return pid if pid and any((root / "work").rglob("w-*")) else None
+
+        pid = wait_for(extracting_in_a_workdir, "the worker to extract in a workdir", 120)
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
 
