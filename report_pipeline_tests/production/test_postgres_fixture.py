@@ -3,11 +3,13 @@ answers, a throwaway server when it does not (forced here), and nothing left beh
 
 from __future__ import annotations
 
+import os
+
 import psycopg2
 import pytest
 
 from report_pipeline.local_postgres import SHARED, answering, local_server
-from report_pipeline_tests.postgres import Database, test_database
+from report_pipeline_tests.postgres import FORCE_ENV, Database, test_database
 
 
 def test_the_session_database_is_new_and_uniquely_named(postgres: Database):
@@ -15,8 +17,9 @@ def test_the_session_database_is_new_and_uniquely_named(postgres: Database):
     assert postgres.name.startswith("rp_test_") and postgres.url.startswith(
         "postgresql+psycopg2://"
     )
-    # The shared server whenever it answers; a throwaway one only when it does not.
-    assert postgres.server.throwaway == (answering(*SHARED) is None)
+    # The shared server whenever it answers; a throwaway one when it does not (or is forced).
+    forced = os.environ.get(FORCE_ENV) == "throwaway"
+    assert postgres.server.throwaway == (forced or answering(*SHARED) is None)
 
 
 def test_without_a_server_a_throwaway_one_is_started_used_and_removed():
