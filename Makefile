@@ -6,7 +6,7 @@ MONTH ?= 2026-10
 # `make dev DEV_FLAGS="-p 3001"` for another port; DAGSTER_HOME=... on the command line overrides.
 DEV_FLAGS ?= -h 127.0.0.1 -p 3000
 
-.PHONY: setup demo test dev fixtures lint bench
+.PHONY: setup demo test dev fixtures lint bench demo-production dev-production
 
 # --compile-bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process
 # (and every new run's sqlite event-log shard, which loads alembic's migrations) compiles from source.
@@ -34,6 +34,14 @@ test: setup  ## the whole suite, plus lint (installs missing system packages fir
 
 dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home/)
 	$(UV) run dagster dev -w workspace.yaml $(DEV_FLAGS)
+
+# The production configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=production)
+# on this machine: Postgres from DAGSTER_PG_URL, else a throwaway server for the command's lifetime.
+demo-production: setup fixtures/pdfs/monthly_report.pdf  ## the demo on the production configuration
+	$(UV) run python -m report_pipeline.deploy_local demo --month $(MONTH)
+
+dev-production: setup  ## the Dagster UI on the production configuration
+	$(UV) run python -m report_pipeline.deploy_local dev $(DEV_FLAGS)
 
 lint: setup
 	$(UV) run ruff check --fix .

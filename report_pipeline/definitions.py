@@ -1,32 +1,32 @@
-"""The one place the Dagster definitions are assembled."""
+"""The one place the Dagster definitions are assembled. Resources depend on the deployment
+(`REPORT_PIPELINE_DEPLOYMENT`, read here once at load: see defs/deployment.py)."""
 
 import dagster as dg
 
 from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.checks import archive_retention_checks
-from report_pipeline.defs.clock import ClockResource
+from report_pipeline.defs.deployment import deployment, resources_for
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
 from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.overdue import overdue_report_sensor
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
 from report_pipeline.defs.sensors import new_report_sensor
 from report_pipeline.defs.stale_runs import dead_run_sensor
 
-defs = dg.Definitions(
-    assets=[report_manifest, manifest_table, image_archive],
-    asset_checks=[archive_retention_checks],
-    jobs=[extract_report_job, cleanup_job, retention_audit_job],
-    schedules=[cleanup_schedule, retention_audit_schedule],
-    sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
-    resources={
-        "inbox": InboxResource(),
-        "store": StoreResource(),
-        "settings": WorkerResource(),
-        "clock": ClockResource(),
-        "checks": CheckSettingsResource(),
-    },
-    executor=dg.in_process_executor,
-)
+
+def build_defs(deployment_name: str) -> dg.Definitions:
+    """The same assets, checks, jobs, schedules and sensors everywhere; the deployment's
+    resources."""
+    return dg.Definitions(
+        assets=[report_manifest, manifest_table, image_archive],
+        asset_checks=[archive_retention_checks],
+        jobs=[extract_report_job, cleanup_job, retention_audit_job],
+        schedules=[cleanup_schedule, retention_audit_schedule],
+        sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
+        resources=resources_for(deployment_name),
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_defs(deployment())

@@ -1,7 +1,8 @@
 """`make demo`: put the sample report in the local inbox and materialize its monthly partition.
 
 The run goes into the embedded default instance (DAGSTER_HOME=dagster_home), so `make dev`
-shows it afterwards.
+shows it afterwards. `make demo-production` runs this same module on the production instance
+(report_pipeline/deploy_local.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dagster as dg
 from report_pipeline.core.manifest import quarantine_reasons, read
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.definitions import defs
+from report_pipeline.defs.deployment import PRODUCTION, deployment
 
 SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
 # The console shows warnings only; every event is still in the run's log in the UI.
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     for check in checks:  # the month's checks, as its partition shows them in the UI
         verdict = "passed" if check.passed else f"failed ({check.severity.value})"
         print(f"  check {check.check_name:<26} {verdict}")
-    print("Open the Dagster UI with `make dev` (http://127.0.0.1:3000) to see the run and asset.")
+    ui = "make dev-production" if deployment() == PRODUCTION else "make dev"
+    print(f"Open the Dagster UI with `{ui}` (http://127.0.0.1:3000) to see the run and asset.")
     return 0
 
 

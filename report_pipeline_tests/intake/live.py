@@ -22,6 +22,7 @@ from report_pipeline_tests.conftest import fixture_pdf
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+EMBEDDED = REPO / "dagster_home" / "dagster.yaml"
 SENSOR = {
     "repositoryLocationName": "report_pipeline",
     "repositoryName": "__repository__",
@@ -113,10 +114,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _prepare(root: Path) -> Path:
+def _prepare(root: Path, instance_yaml: Path) -> Path:
     home = root / "home"
     home.mkdir(parents=True)
-    config = (REPO / "dagster_home" / "dagster.yaml").read_text()
+    config = instance_yaml.read_text()
     # The committed instance, with the run queue checked every second instead of every five.
     (home / "dagster.yaml").write_text(config + "\nrun_queue:\n  dequeue_interval_seconds: 1\n")
     workspace = root / "workspace.yaml"
@@ -132,12 +133,15 @@ def _prepare(root: Path) -> Path:
 
 
 @contextmanager
-def running_dagster(root: Path) -> Iterator[LiveDagster]:
+def running_dagster(
+    root: Path, instance_yaml: Path = EMBEDDED, extra_env: dict[str, str] | None = None
+) -> Iterator[LiveDagster]:
     """`dagster-webserver` now and `dagster-daemon` when asked (what `dagster dev` runs), each
-    in its own process group on loopback; both always killed, with every run they started."""
-    workspace, port, processes = _prepare(root), free_port(), []
+    in its own process group on loopback; both always killed, with every run they started.
+    `instance_yaml`: the instance's dagster.yaml (the embedded default's unless given)."""
+    workspace, port, processes = _prepare(root, instance_yaml), free_port(), []
     live = LiveDagster(f"http://127.0.0.1:{port}", root, lambda: None)
-    env = {**os.environ, **live.env, "DAGSTER_HOME": str(root / "home")}
+    env = {**os.environ, **live.env, **(extra_env or {}), "DAGSTER_HOME": str(root / "home")}
 
     def start(name: str, *args: str) -> subprocess.Popen:
         with open(root / f"{name}.log", "wb") as log:

@@ -1,0 +1,65 @@
+"""Resources per deployment, chosen without editing files: `REPORT_PIPELINE_DEPLOYMENT`
+(`local`, the default, or `production`), read once by `deployment()` when the definitions load.
+
+Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
+of the definitions a code location serves, fixed when it loads, and a code location serves one
+deployment (its container's environment; changing it means restarting the code server). Settings
+inside a resource (roots, buckets, endpoints) are still read when a run uses it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dagster as dg
+from dagster_aws.s3 import S3PickleIOManager, S3Resource
+
+from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.clock import ClockResource
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+
+DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
+LOCAL, PRODUCTION = "local", "production"
+BUCKET_ENV = "REPORT_PIPELINE_S3_BUCKET"  # the private bucket (store, op outputs, compute logs)
+IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and archive/
+
+
+def deployment() -> str:
+    name = os.environ.get(DEPLOYMENT_ENV) or LOCAL
+    if name not in (LOCAL, PRODUCTION):
+        raise ValueError(f"{DEPLOYMENT_ENV}={name!r}: expected {LOCAL!r} or {PRODUCTION!r}")
+    return name
+
+
+def local_resources() -> dict[str, Any]:
+    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager."""
+    return {
+        "inbox": InboxResource(),
+        "store": StoreResource(),
+        "settings": WorkerResource(),
+        "clock": ClockResource(),
+        "checks": CheckSettingsResource(),
+    }
+
+
+def production_resources() -> dict[str, Any]:
+    """Production: for now the local resources (used with the Postgres instance,
+    deploy/production/dagster.yaml). Once the S3 store merges, one line each:
+        "store": production_store_resource(),   # defs/resources.py, the S3 store
+        **s3_io_manager(),                      # op outputs in the same bucket
+    """
+    return {**local_resources()}
+
+
+def s3_io_manager() -> dict[str, Any]:
+    """HOOK, not wired yet: op outputs through dagster_aws's S3PickleIOManager, so a step on one
+    machine can read what a step on another wrote. Everything from the environment, at run time:
+    REPORT_PIPELINE_S3_BUCKET; boto3 reads AWS_ENDPOINT_URL, AWS_REGION and credentials."""
+    s3 = S3Resource(max_attempts=5)  # botocore's retries (throttling, 5xx) under the op's policy
+    bucket = dg.EnvVar(BUCKET_ENV)
+    return {"io_manager": S3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)}
+
+
+def resources_for(name: str) -> dict[str, Any]:
+    return production_resources() if name == PRODUCTION else local_resources()

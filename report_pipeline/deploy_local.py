@@ -1,0 +1,90 @@
+"""`make demo-production` and `make dev-production`: the demo or `dagster dev` on the production
+configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=production) on one
+machine. Postgres comes from DAGSTER_PG_URL when it is set; otherwise a throwaway server is
+started for the purpose (and said so), and stopped, with its data, when the command ends.
+
+DAGSTER_HOME is var/production/dagster_home (git-ignored), holding a fresh copy of the
+committed dagster.yaml each time. The inbox, store and work roots stay local until the S3 store
+merges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+INSTANCE_YAML = REPO / "deploy" / "production" / "dagster.yaml"
+HOME = Path("var/production/dagster_home")
+
+
+def redacted(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+@contextmanager
+def postgres_url() -> Iterator[str]:
+    """DAGSTER_PG_URL, or a throwaway server's URL for as long as the block runs."""
+    if url := os.environ.get("DAGSTER_PG_URL"):
+        print(f"Postgres: {redacted(url)} (DAGSTER_PG_URL)", flush=True)
+        yield url
+        return
+    from report_pipeline.local_postgres import throwaway_server
+
+    with throwaway_server() as server:
+        print(
+            f"DAGSTER_PG_URL is not set: started a throwaway PostgreSQL server for this command "
+            f"at {server.host}:{server.port} (data in {server.folder}); it is stopped and "
+            "deleted when the command ends. Set DAGSTER_PG_URL to keep runs.",
+            flush=True,
+        )
+        yield server.url("postgres")
+
+
+def production_env(url: str) -> dict[str, str]:
+    HOME.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(INSTANCE_YAML, HOME / "dagster.yaml")
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(HOME.resolve()),
+        "DAGSTER_PG_URL": url,
+        "REPORT_PIPELINE_DEPLOYMENT": "production",
+    }
+
+
+def run(command: list[str], env: dict[str, str]) -> int:
+    """The command in the foreground. Ctrl-C reaches it (same process group) and SIGTERM is
+    passed on; either way we wait for it to exit before the throwaway server goes."""
+    process = subprocess.Popen(command, env=env)
+    signal.signal(signal.SIGTERM, lambda *_: process.send_signal(signal.SIGTERM))
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["demo", "dev"])
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="demo: --month M; dev: flags")
+    args = parser.parse_args(argv)
+    with postgres_url() as url:
+        env = production_env(url)
+        print(f"Instance: {INSTANCE_YAML.relative_to(REPO)} in DAGSTER_HOME={env['DAGSTER_HOME']}")
+        if args.what == "demo":
+            return run([sys.executable, "-m", "report_pipeline.demo", *args.rest], env)
+        dagster = str(Path(sys.executable).parent / "dagster")
+        return run([dagster, "dev", "-w", str(REPO / "workspace.yaml"), *args.rest], env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""REPORT_PIPELINE_DEPLOYMENT chooses the resources when the definitions load; the embedded
+default is unchanged; the S3 IO manager hook builds from the environment alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import dagster as dg
+import pytest
+from dagster_aws.s3 import S3PickleIOManager
+
+from report_pipeline.defs import deployment as chosen
+from report_pipeline.defs.resources import StoreResource
+
+PROBE = """import os
+from report_pipeline.definitions import defs
+print(os.environ.get("REPORT_PIPELINE_DEPLOYMENT") or "-", *sorted(defs.resources))"""
+
+
+def test_the_environment_chooses_the_deployment_when_the_definitions_load():
+    names = {}
+    for value in ("", "local", "production"):
+        env = {"PATH": "/usr/bin:/bin", "REPORT_PIPELINE_DEPLOYMENT": value}
+        out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        names[value] = out.stdout.split()[1:]
+    assert names[""] == names["local"] == ["checks", "clock", "inbox", "settings", "store"]
+    # Until the S3 store merges, production's resources are the local ones (see deployment.py).
+    assert set(names["production"]) >= set(names["local"])
+
+
+def test_an_unknown_deployment_stops_the_load_with_its_name(monkeypatch):
+    monkeypatch.setenv("REPORT_PIPELINE_DEPLOYMENT", "prod")
+    with pytest.raises(ValueError, match="REPORT_PIPELINE_DEPLOYMENT='prod'"):
+        chosen.deployment()
+
+
+def test_the_embedded_default_keeps_the_local_store_and_dagsters_io_manager():
+    resources = chosen.resources_for(chosen.LOCAL)
+    assert isinstance(resources["store"], StoreResource) and "io_manager" not in resources
+
+
+def test_the_s3_io_manager_hook_reads_its_bucket_from_the_environment_at_run_time():
+    (manager,) = chosen.s3_io_manager().values()
+    assert isinstance(manager, S3PickleIOManager)
+    assert manager.s3_bucket == dg.EnvVar("REPORT_PIPELINE_S3_BUCKET")
+    assert manager.s3_resource.endpoint_url is None  # boto3 reads AWS_ENDPOINT_URL itself

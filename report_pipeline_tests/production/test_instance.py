@@ -1,0 +1,85 @@
+"""deploy/production/dagster.yaml: Postgres storage from DAGSTER_PG_URL, the embedded default's
+queue limits, logging, run monitoring and run retries, and no project code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import yaml
+from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
+
+from report_pipeline_tests.postgres import PRODUCTION_YAML, REPO, production_home
+
+SHARED_SECTIONS = ["telemetry", "concurrency", "python_logs", "run_monitoring", "run_retries"]
+
+
+def test_runs_events_and_schedules_are_stored_in_the_postgres_database(production_instance):
+    instance = production_instance
+    assert isinstance(instance.run_storage, PostgresRunStorage)
+    assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+    assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
+    assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+    assert instance.run_monitoring_enabled and instance.run_retries_enabled
+
+
+def test_queue_limits_monitoring_and_retries_are_the_embedded_defaults():
+    production = yaml.safe_load(PRODUCTION_YAML.read_text())
+    embedded = yaml.safe_load((REPO / "dagster_home" / "dagster.yaml").read_text())
+    for section in SHARED_SECTIONS:
+        assert production[section] == embedded[section], section
+    assert set(production) == {*SHARED_SECTIONS, "storage"}
+    assert production["storage"] == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
+
+
+NO_PROJECT = """import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "report_pipeline":
+            raise ImportError("the webserver and daemon images do not ship " + name)
+sys.meta_path.insert(0, Refuse())
+import dagster as dg
+with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
+    print(type(instance.run_storage).__name__)
+"""
+
+
+def test_the_instance_loads_where_the_project_is_not_installed(tmp_path: Path, pg_env):
+    """Webserver and daemon images do not ship report_pipeline: the instance loads with every
+    import of it refused, and each module it names is Dagster's (the placeholder's too)."""
+    home = production_home(tmp_path / "home")
+    probe = [sys.executable, "-c", NO_PROJECT, str(home)]
+    done = subprocess.run(probe, capture_output=True, text=True, env=os.environ, check=False)
+    assert done.stdout.strip() == "PostgresRunStorage", done.stderr[-2000:]
+    text = PRODUCTION_YAML.read_text()
+    modules = [line.split("module:")[1].strip() for line in text.splitlines() if "module:" in line]
+    assert modules and all(m.startswith("dagster_aws.") for m in modules), modules
+
+
+def uncommented_s3_compute_logs() -> str:
+    lines = PRODUCTION_YAML.read_text().splitlines()
+    start = lines.index("# compute_logs:")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("#"):
+            break
+        block.append(line[2:])
+    return "\n".join(block)
+
+
+def test_the_s3_compute_log_placeholder_is_valid_and_reads_only_the_environment(
+    tmp_path: Path, pg_env, monkeypatch
+):
+    """Loaded with the placeholder uncommented (no S3 call is made when the instance loads)."""
+    monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", "reports-private")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    home = production_home(tmp_path / "home", uncommented_s3_compute_logs())
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        manager = instance.compute_log_manager
+        assert type(manager).__name__ == "S3ComputeLogManager"
+        assert manager._s3_bucket == "reports-private"  # noqa: SLF001 (the test reads config)
+        assert manager._s3_session.meta.endpoint_url == "http://127.0.0.1:9"  # noqa: SLF001

@@ -1,0 +1,81 @@
+"""The production configuration live: a webserver and a daemon on deploy/production/dagster.yaml
+with their own fresh Postgres database, the code location on REPORT_PIPELINE_DEPLOYMENT=
+production. A three-month backfill, a sensor-triggered run from the source, then the cleanup job
+and the whole-archive checks; every run, event and check result read back from Postgres."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+
+from report_pipeline.local_postgres import fresh_database
+from report_pipeline_tests.intake.live import running_dagster, wait_for
+from report_pipeline_tests.intake.test_live import finished, launch_backfill
+from report_pipeline_tests.postgres import PRODUCTION_YAML, production_home
+from report_pipeline_tests.production.conftest import Backend
+
+BACKFILL = ["2026-07", "2026-08", "2026-09"]
+LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
+    __typename ... on LaunchRunSuccess { run { runId } } } }"""
+
+
+def launch(live, job: str) -> str:
+    selector = {"repositoryLocationName": "report_pipeline",
+                "repositoryName": "__repository__", "jobName": job}  # fmt: skip
+    launched = live.graphql(LAUNCH, {"p": {"selector": selector}})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def check_results(instance: dg.DagsterInstance, run_id: str) -> dict[str, bool]:
+    evaluations = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    data = [e.dagster_event.event_specific_data for e in evaluations]
+    return {d.check_name: d.passed for d in data}
+
+
+def test_backfill_sensor_cleanup_and_checks_on_postgres(tmp_path: Path, postgres, monkeypatch):
+    root, backend = tmp_path / "live", Backend(tmp_path / "live")
+    with fresh_database(postgres.server, "rp_live") as url:
+        env = {"DAGSTER_PG_URL": url, "REPORT_PIPELINE_DEPLOYMENT": "production"}
+        with running_dagster(root, PRODUCTION_YAML, env) as live:
+            live.set_sensor(running=False)  # as a person would, while the backfill runs
+            for month in BACKFILL:
+                backend.drop("no_images.pdf", month)
+            backfill_id = launch_backfill(live, BACKFILL)
+            live.start_daemon()
+            backfill = {"dagster/backfill": backfill_id}
+            wait_for(lambda: len(finished(live, backfill)) == 3, "the backfill's runs", 120)
+            for month in BACKFILL:
+                shutil.rmtree(root / "inbox" / month)
+
+            live.set_sensor(running=True)
+            backend.drop("repeated_image.pdf", "2026-10", "October report.pdf")
+            sensor_runs = {"dagster/sensor_name": "new_report_sensor"}
+            (run,) = wait_for(lambda: finished(live, sensor_runs), "the sensor's run", 120)
+            assert run["tags"]["dagster/partition"] == "2026-10"
+
+            cleanup, audit = launch(live, "cleanup_job"), launch(live, "retention_audit_job")
+            for run_id in (cleanup, audit):
+                wait_for(lambda r=run_id: _status(live, r) == "SUCCESS", f"run {run_id}", 120)
+
+            monkeypatch.setenv("DAGSTER_PG_URL", url)
+            home = production_home(tmp_path / "reader")
+            with dg.DagsterInstance.from_config(str(home)) as instance:  # the same database
+                runs = instance.get_runs()
+                assert len(runs) == 6 and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+                checks = check_results(instance, audit)
+                assert checks and all(checks.values()), checks
+                month_checks = check_results(instance, run["id"])  # evaluated in the month's run
+                assert month_checks and all(month_checks.values()), month_checks
+            for month in [*BACKFILL, "2026-10"]:  # through the Store: the same once on S3
+                keys = [o.key for o in backend.store().list(f"archive/inbox-{month}/")]
+                assert sum(k.endswith("/manifest.json") for k in keys) == 1, keys
+
+
+def _status(live, run_id: str) -> str:
+    query = """query($r: ID!) { runOrError(runId: $r) { ... on Run { status } } }"""
+    status = live.graphql(query, {"r": run_id})["runOrError"]["status"]
+    assert status not in ("FAILURE", "CANCELED"), (run_id, status)
+    return status

@@ -1,0 +1,32 @@
+"""A monthly partition executed in process on the production instance: the run, its events and
+the materialization are in the Postgres database, the archive in the backend's store."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from report_pipeline.core.manifest import read
+from report_pipeline.definitions import build_defs
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+MONTH = "2026-06"  # a month no other test in this folder uses
+
+
+def test_a_partition_materializes_on_postgres(production_instance, backend, postgres):
+    backend.drop("repeated_image.pdf", MONTH)
+    job = build_defs("production").resolve_job_def("extract_report_job")
+    result = job.execute_in_process(
+        partition_key=MONTH, instance=production_instance, run_config=QUIET
+    )
+    assert result.success
+    assert production_instance.get_run_by_id(result.run_id).tags["dagster/partition"] == MONTH
+    event = production_instance.get_latest_materialization_event(dg.AssetKey("report_manifest"))
+    assert event.run_id == result.run_id and event.dagster_event.partition == MONTH
+    checks = result.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks), [(c.check_name, c.passed) for c in checks]
+    (stored,) = postgres.execute(
+        f"SELECT count(*) FROM event_logs WHERE run_id = '{result.run_id}'"
+    )  # the event log is Postgres's table, not a sqlite file
+    assert stored > 10
+    manifest = read(backend.store(), result.output_for_node("report_manifest")["manifest_key"])
+    assert manifest["state"] == "complete" and manifest["counts"]["distinct_images"] == 2
