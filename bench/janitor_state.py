@@ -23,6 +23,7 @@ from report_pipeline.core import deadlines
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.intake import report_id_for
 from report_pipeline.core.janitor import JanitorPass
+from report_pipeline.core.keys import children_key
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention import RetentionPolicy, deadlines_for, iso, parse_iso
 from report_pipeline.core.storage import LocalStore
@@ -107,7 +108,8 @@ def archived_revision(store: LocalStore, ref: RevisionRef, archive_by: datetime,
     store.put_bytes(ref.plan_key, json.dumps({"expected": EXPECTED, "queued_at": at}).encode())
     for record, data in zip(records, images, strict=True):
         store.put_bytes(record["object_key"], data)
-    store.put_bytes(f"{ref.archive_prefix}/children/{TASK_KEY}.json", json.dumps(records).encode())
+    children = children_key(ref.report_id, ref.revision, TASK_KEY)
+    store.put_bytes(children, json.dumps(records).encode())
     document = mf.build_manifest(ref, EXPECTED, mf.sequenced(records),
                                  deadlines_for(archived_at, policy), at)  # fmt: skip
     store.put_bytes(ref.manifest_key, mf.dumps(document))

@@ -5,15 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from report_pipeline.core import audit, deadlines
+from report_pipeline.core import audit, deadlines, keys
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import (
-    ArchivedTask,
-    ExtractedTask,
-    StagedReport,
-    staged_key,
-    work_prefix,
-)
+from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
 from report_pipeline.core.retention import (
     RetentionPolicy,
     deadlines_for,
@@ -61,7 +55,7 @@ def _destination(extracted: ExtractedTask, outcome: dict[str, Any]) -> str | Non
         return None
     if outcome["state"] == "validated":
         return ref.image_key(outcome["content_hash"])
-    return ref.evidence_key(work_key.rsplit("/q-", 1)[1].removesuffix(".bin"))
+    return ref.evidence_key(keys.parse_work_key(work_key).digest)
 
 
 def archive(
@@ -77,7 +71,7 @@ def archive(
             new_objects += store.promote(outcome["work_key"], destination)
             placed.add(destination)
         children.append(_child(outcome, task.queued_at, attempt, destination))
-    children_key = f"{task.ref.archive_prefix}/children/{task.task_key}.json"
+    children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
     store.put_bytes(children_key, json.dumps(children).encode())
     store.delete(extracted.outcomes_key)
     quarantined = sum(c["state"] == "quarantined" for c in children)
@@ -148,6 +142,6 @@ def publish(
 
 def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
     """A revision's staged source and work objects, as they are in the store now."""
-    staged = staged_key(report_id, revision)
+    staged = keys.staged_key(report_id, revision)
     found = [ObjectInfo(staged, store.size(staged))] if store.exists(staged) else []
-    return found + list(store.list(work_prefix(revision)))
+    return found + list(store.list(keys.work_prefix(revision)))

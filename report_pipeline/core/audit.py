@@ -7,11 +7,10 @@ import secrets
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
+from report_pipeline.core import keys
 from report_pipeline.core.manifest import percentile
 from report_pipeline.core.retention import iso, parse_iso
 from report_pipeline.core.storage import ObjectInfo, Store
-
-PREFIX = "audit"
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def delete_audited(
 def record(store: Store, event: Deletion) -> str:
     """Write the event once under a fresh random key; events are never rewritten."""
     moment = parse_iso(event.deleted_at)
-    key = f"{PREFIX}/{moment:%Y%m%d}/{moment:%H%M%S%f}-{secrets.token_hex(6)}.json"
+    key = keys.audit_key(moment, secrets.token_hex(6))
     store.put_bytes(key, json.dumps(asdict(event), sort_keys=True).encode())
     return key
 
@@ -62,8 +61,8 @@ def read(store: Store, since: datetime) -> list[Deletion]:
     """Events from the day of `since` on (only those day buckets are listed)."""
     first = f"{since.astimezone(UTC):%Y%m%d}"
     events = []
-    for day in store.list_prefixes(PREFIX):
-        if day.rsplit("/", 1)[1] < first:
+    for day in store.list_prefixes(keys.AUDIT):
+        if keys.prefix_name(day) < first:
             continue
         for info in store.list(day):
             events.append(Deletion(**json.loads(store.get_bytes(info.key, 1 << 20))))

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+from report_pipeline.core import keys
 from report_pipeline.core.storage import Store, TransientStorageError
 
 CLAIM_TAG = "report_pipeline/claim"
@@ -73,26 +74,18 @@ class Outcome:
         return f"revision {revision} already has run {self.run_id} ({self.status})"
 
 
-def _prefix(revision: str) -> str:
-    return f"claims/{revision}"
-
-
-def _key(revision: str, generation: int, suffix: str = "json") -> str:
-    return f"{_prefix(revision)}/{generation:06d}.{suffix}"
-
-
 def current(store: Store, revision: str) -> Claim | None:
     """The revision's claim (its highest generation), or None if it was never claimed."""
     generations = [
-        int(info.key.rsplit("/", 1)[1].split(".")[0])
-        for info in store.list(_prefix(revision))
+        keys.claim_generation(info.key)
+        for info in store.list(keys.claims_prefix(revision))
         if info.key.endswith(".json")
     ]
     if not generations:
         return None
     top = max(generations)
-    data = json.loads(store.get_bytes(_key(revision, top), _CAP))
-    released = store.exists(_key(revision, top, "released"))
+    data = json.loads(store.get_bytes(keys.claim_key(revision, top), _CAP))
+    released = store.exists(keys.claim_key(revision, top, "released"))
     return Claim(**{**data, "released": released})
 
 
@@ -121,14 +114,15 @@ def acquire(
                 return Outcome(False, top, run or top.run_id, status)
         generation = top.generation + 1 if top else 1  # stale or released: the next one
         claim = Claim(revision, generation, secrets.token_hex(8), claimer, now, run_id)
-        if store.put_if_absent(_key(revision, generation), json.dumps(asdict(claim)).encode()):
+        data = json.dumps(asdict(claim)).encode()
+        if store.put_if_absent(keys.claim_key(revision, generation), data):
             return Outcome(True, claim, run_id, LAUNCHING)
     raise TransientStorageError(f"claim of revision {revision} still contended")
 
 
 def release(store: Store, claim: Claim) -> None:
     """The claimer launched nothing (the launch failed): the next claimer may take over now."""
-    store.put_if_absent(_key(claim.revision, claim.generation, "released"), b"")
+    store.put_if_absent(keys.claim_key(claim.revision, claim.generation, "released"), b"")
 
 
 def await_run(outcome: Outcome, runs_of: RunsOf, timeout: float = 15.0) -> Outcome:

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from report_pipeline.core import keys
 from report_pipeline.core.storage import Store
 
-WORK = "index/work"  # short clock: staged source, work objects, unfinished revisions
-ARCHIVE = "index/archive"  # long clock: an archived revision
+WORK = keys.WORK_INDEX  # short clock: staged source, work objects, unfinished revisions
+ARCHIVE = keys.ARCHIVE_INDEX  # long clock: an archived revision
 
 
 @dataclass(frozen=True)
@@ -24,26 +25,20 @@ class DueEntry:
     deadline: datetime
 
 
-def entry_key(clock: str, deadline: datetime, report_id: str, revision: str) -> str:
-    minute = int(deadline.timestamp() // 60)
-    return f"{clock}/{deadline.astimezone(UTC):%Y%m%d}/{report_id}/{minute}-{revision}"
-
-
 def record(store: Store, clock: str, deadline: datetime, report_id: str, revision: str) -> None:
-    store.put_bytes(entry_key(clock, deadline, report_id, revision), b"")
+    store.put_bytes(keys.deadline_key(clock, deadline, report_id, revision), b"")
 
 
 def _parse(key: str) -> DueEntry:
-    *_, report_id, name = key.split("/")
-    minute, revision = name.split("-", 1)
-    return DueEntry(key, report_id, revision, datetime.fromtimestamp(int(minute) * 60, UTC))
+    parsed = keys.parse_deadline_key(key)
+    return DueEntry(key, parsed.report_id, parsed.revision, parsed.deadline)
 
 
 def due(store: Store, clock: str, now: datetime) -> Iterator[DueEntry]:
     """Entries whose deadline is at or before `now`, oldest day first."""
     today = f"{now.astimezone(UTC):%Y%m%d}"
     for day in store.list_prefixes(clock):
-        if day.rsplit("/", 1)[1] > today:
+        if keys.prefix_name(day) > today:
             break
         for info in store.list(day):
             entry = _parse(info.key)

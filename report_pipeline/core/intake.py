@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 import pymupdf
 
-from report_pipeline.core import page_tree, storage
+from report_pipeline.core import keys, page_tree, storage
 from report_pipeline.core.workdir import private_file
 
 EXTRACTOR_VERSION = "2"  # 2: every draw by any path, its origin; isolated decoding; new classes
@@ -66,7 +66,7 @@ def check_month(month: str) -> str:
 def report_id_for(source_name: str, month: str) -> str:
     if not _SLUG.match(source_name):
         raise ValueError(f"source name {source_name!r} is not a slug")
-    return f"{source_name}-{check_month(month)}"
+    return keys.report_id(source_name, check_month(month))
 
 
 def revision_for(report_id: str, source_hash: str, extractor_version: str) -> str:

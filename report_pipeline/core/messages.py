@@ -4,25 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-def staged_key(report_id: str, revision: str) -> str:
-    return f"staged/{report_id}/{revision}.pdf"
-
-
-def work_prefix(revision: str) -> str:
-    return f"work/{revision}"
-
-
-def archive_prefix(report_id: str, revision: str) -> str:
-    return f"archive/{report_id}/{revision}"
-
-
-def manifest_key(report_id: str, revision: str) -> str:
-    return f"{archive_prefix(report_id, revision)}/manifest.json"
-
-
-def plan_key(report_id: str, revision: str) -> str:
-    return f"{archive_prefix(report_id, revision)}/plan.json"
+from report_pipeline.core import keys
 
 
 @dataclass(frozen=True)
@@ -37,29 +19,29 @@ class RevisionRef:
 
     @property
     def staged_key(self) -> str:
-        return staged_key(self.report_id, self.revision)
+        return keys.staged_key(self.report_id, self.revision)
 
     @property
     def work_prefix(self) -> str:
-        return work_prefix(self.revision)
+        return keys.work_prefix(self.revision)
 
     @property
     def archive_prefix(self) -> str:
-        return archive_prefix(self.report_id, self.revision)
+        return keys.archive_prefix(self.report_id, self.revision)
 
     @property
     def manifest_key(self) -> str:
-        return manifest_key(self.report_id, self.revision)
+        return keys.manifest_key(self.report_id, self.revision)
 
     @property
     def plan_key(self) -> str:
-        return plan_key(self.report_id, self.revision)
+        return keys.plan_key(self.report_id, self.revision)
 
     def image_key(self, content_hash: str) -> str:
-        return f"{self.archive_prefix}/images/{content_hash}.png"
+        return keys.image_key(self.report_id, self.revision, content_hash)
 
     def evidence_key(self, raw_hash: str) -> str:
-        return f"{self.archive_prefix}/quarantine/{raw_hash}.bin"
+        return keys.evidence_key(self.report_id, self.revision, raw_hash)
 
 
 @dataclass(frozen=True)

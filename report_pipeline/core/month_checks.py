@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import archive_prefix, manifest_key
+from report_pipeline.core.keys import archive_prefix, manifest_key
 from report_pipeline.core.retention import iso
 from report_pipeline.core.retention_audit import CheckOutcome, revisions, verify_revision
 from report_pipeline.core.storage import Store

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core import audit, deadlines, janitor
+from report_pipeline.core import audit, deadlines, janitor, keys
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import archive_prefix, manifest_key, plan_key
+from report_pipeline.core.keys import archive_prefix, manifest_key, plan_key
 from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
 from report_pipeline.core.storage import Store
 
@@ -79,9 +79,13 @@ def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> C
 
 def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
     """Every archived revision, or only those of one month's reports."""
-    reports = [r for r in store.list_prefixes("archive") if not month or r.endswith(f"-{month}")]
+    reports = [
+        r
+        for r in store.list_prefixes(keys.ARCHIVE)
+        if not month or keys.in_month(keys.prefix_name(r), month)
+    ]
     return [
-        (report.rsplit("/", 1)[1], revision.rsplit("/", 1)[1])
+        (keys.prefix_name(report), keys.prefix_name(revision))
         for report in reports
         for revision in store.list_prefixes(report)
     ]
@@ -156,15 +160,14 @@ def _listed(document: dict[str, Any]) -> dict[str, str]:
         if key and child["state"] == "archived":
             listed[key] = child["content_hash"]
         elif key and child["state"] == "quarantined":
-            listed[key] = key.rsplit("/", 1)[1].removesuffix(".bin")
+            listed[key] = keys.parse_archive_key(key).digest
     return listed
 
 
 def verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: dict) -> None:
     listed = {} if document["state"] == "expired" else _listed(document)
-    present = {
-        o.key: o for o in store.list(prefix) if o.key.split("/")[3] in {"images", "quarantine"}
-    }
+    stored = {keys.IMAGES, keys.QUARANTINE}
+    present = {o.key: o for o in store.list(prefix) if keys.parse_archive_key(o.key).kind in stored}
     for key, expected in listed.items():
         if key not in present:
             tally["missing"].append(key)

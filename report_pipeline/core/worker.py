@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from report_pipeline.core import deadlines
+from report_pipeline.core import deadlines, keys
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.extract import ImageOutcome
 from report_pipeline.core.intake import (
@@ -165,11 +165,11 @@ def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTa
 
 
 def _work_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:
-    base = f"{task.ref.work_prefix}/{task.task_key}"
+    revision = task.ref.revision
     if outcome.state == "validated":
-        return f"{base}/{outcome.content_hash}.png"
+        return keys.work_image_key(revision, task.task_key, outcome.content_hash)
     if payload:
-        return f"{base}/q-{hashlib.sha256(payload).hexdigest()}.bin"
+        return keys.work_evidence_key(revision, task.task_key, hashlib.sha256(payload).hexdigest())
     return None
 
 
@@ -188,7 +188,7 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
         for outcome, key in _decode(store, task, path, settings):
             records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
     records.sort(key=lambda r: (r["page"], r["index"]))
-    outcomes_key = f"{task.ref.work_prefix}/{task.task_key}/outcomes.json"
+    outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
     store.put_bytes(outcomes_key, json.dumps(records).encode())
     valid = sum(r["state"] == "validated" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())

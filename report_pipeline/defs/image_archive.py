@@ -6,7 +6,7 @@ from collections import Counter
 
 import dagster as dg
 
-from report_pipeline.core import janitor
+from report_pipeline.core import janitor, keys
 from report_pipeline.core.audit import Deletion
 from report_pipeline.core.wording import plural
 from report_pipeline.defs.clock import ClockResource
@@ -21,7 +21,7 @@ _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
 
 def _observation(event: Deletion) -> dg.AssetObservation | None:
     """Deletions of a report's material are shown on that month's partition of the asset."""
-    month = event.report_id[-7:]
+    month = keys.month_of(event.report_id)
     if not event.report_id or not monthly_partitions.has_partition_key(month):
         return None
     return dg.AssetObservation(

@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.messages import archive_prefix
+from report_pipeline.core.keys import manifest_table_key
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
@@ -31,10 +31,6 @@ COLUMNS = [
 SCHEMA = dg.TableSchema(
     columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in COLUMNS]
 )
-
-
-def table_key(report_id: str, revision: str) -> str:
-    return f"{archive_prefix(report_id, revision)}/manifest_table.csv"
 
 
 def frame(manifest: dict[str, Any]) -> pd.DataFrame:
@@ -84,7 +80,7 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     if manifest is None:
         raise dg.Failure("the manifest of this partition is not in the store")
     df = frame(manifest)
-    key = table_key(manifest["report_id"], manifest["parent_revision"])
+    key = manifest_table_key(manifest["report_id"], manifest["parent_revision"])
     written = not backend.exists(key)
     if written:
         backend.put_bytes(key, df.to_csv(index=False).encode())

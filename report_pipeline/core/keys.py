@@ -1,0 +1,208 @@
+"""The store's key space: every key the pipeline writes is built here, and read back only here.
+
+    staged/<report_id>/<revision>.pdf                        the staged source (short clock)
+    work/<revision>/<task>/<sha256>.png | q-<sha256>.bin      validated image | quarantine evidence
+    work/<revision>/<task>/outcomes.json                      a task's outcomes, until archived
+    archive/<report_id>/<revision>/images/<sha256>.png        (long clock, like everything below)
+    archive/<report_id>/<revision>/quarantine/<sha256>.bin
+    archive/<report_id>/<revision>/children/<task>.json
+    archive/<report_id>/<revision>/{plan.json, manifest.json, manifest_table.csv}
+    index/{work,archive}/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>   deadline markers
+    audit/<YYYYMMDD>/<HHMMSSffffff>-<random>.json            one deletion event
+    claims/<revision>/<generation:06d>.{json,released}       who may run a revision
+
+A report id is `<source>-<YYYY-MM>`; a revision is a short hash (see `intake.revision_for`).
+Plain strings only: no store access, no clock, no randomness (callers pass those in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+STAGED = "staged"
+WORK = "work"
+ARCHIVE = "archive"
+AUDIT = "audit"
+CLAIMS = "claims"
+WORK_INDEX = "index/work"  # short clock: staged source, work objects, unfinished revisions
+ARCHIVE_INDEX = "index/archive"  # long clock: an archived revision
+
+IMAGES = "images"  # the sections of an archived revision (ArchiveKey.kind)
+QUARANTINE = "quarantine"
+CHILDREN = "children"
+PLAN = "plan.json"
+MANIFEST = "manifest.json"
+MANIFEST_TABLE = "manifest_table.csv"
+OUTCOMES = "outcomes.json"
+_EVIDENCE = "q-"  # a work object holding quarantine evidence, beside validated PNGs
+_MONTH_LENGTH = len("YYYY-MM")
+
+
+def report_id(source_name: str, month: str) -> str:
+    return f"{source_name}-{month}"
+
+
+def month_of(report_id: str) -> str:
+    """The YYYY-MM a report id ends with ("" for an empty id)."""
+    return report_id[-_MONTH_LENGTH:]
+
+
+def in_month(report_id: str, month: str) -> bool:
+    return report_id.endswith(f"-{month}")
+
+
+def prefix_name(prefix: str) -> str:
+    """The last segment of a prefix `Store.list_prefixes` returned: a day, report id, revision."""
+    return prefix.rsplit("/", 1)[1]
+
+
+def staged_key(report_id: str, revision: str) -> str:
+    return f"{STAGED}/{report_id}/{revision}.pdf"
+
+
+def work_prefix(revision: str) -> str:
+    return f"{WORK}/{revision}"
+
+
+def task_prefix(revision: str, task_key: str) -> str:
+    return f"{work_prefix(revision)}/{task_key}"
+
+
+def work_image_key(revision: str, task_key: str, content_hash: str) -> str:
+    return f"{task_prefix(revision, task_key)}/{content_hash}.png"
+
+
+def work_evidence_key(revision: str, task_key: str, raw_hash: str) -> str:
+    return f"{task_prefix(revision, task_key)}/{_EVIDENCE}{raw_hash}.bin"
+
+
+def outcomes_key(revision: str, task_key: str) -> str:
+    return f"{task_prefix(revision, task_key)}/{OUTCOMES}"
+
+
+def archive_prefix(report_id: str, revision: str) -> str:
+    return f"{ARCHIVE}/{report_id}/{revision}"
+
+
+def image_key(report_id: str, revision: str, content_hash: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{IMAGES}/{content_hash}.png"
+
+
+def evidence_key(report_id: str, revision: str, raw_hash: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{QUARANTINE}/{raw_hash}.bin"
+
+
+def children_key(report_id: str, revision: str, task_key: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{CHILDREN}/{task_key}.json"
+
+
+def plan_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{PLAN}"
+
+
+def manifest_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{MANIFEST}"
+
+
+def manifest_table_key(report_id: str, revision: str) -> str:
+    return f"{archive_prefix(report_id, revision)}/{MANIFEST_TABLE}"
+
+
+def deadline_key(clock: str, deadline: datetime, report_id: str, revision: str) -> str:
+    """A deadline marker in `clock` (WORK_INDEX or ARCHIVE_INDEX), bucketed by its UTC day."""
+    minute = int(deadline.timestamp() // 60)
+    return f"{clock}/{deadline.astimezone(UTC):%Y%m%d}/{report_id}/{minute}-{revision}"
+
+
+def audit_key(moment: datetime, token: str) -> str:
+    """One audit event, bucketed by the day of `moment`; `token` keeps keys unique."""
+    return f"{AUDIT}/{moment:%Y%m%d}/{moment:%H%M%S%f}-{token}.json"
+
+
+def claims_prefix(revision: str) -> str:
+    return f"{CLAIMS}/{revision}"
+
+
+def claim_key(revision: str, generation: int, suffix: str = "json") -> str:
+    return f"{claims_prefix(revision)}/{generation:06d}.{suffix}"
+
+
+def claim_generation(key: str) -> int:
+    """The generation a claim key (json or released) is named by."""
+    return int(key.rsplit("/", 1)[1].split(".")[0])
+
+
+@dataclass(frozen=True)
+class StagedKey:
+    report_id: str
+    revision: str
+
+
+def parse_staged_key(key: str) -> StagedKey:
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] != STAGED or not parts[2].endswith(".pdf"):
+        raise ValueError(f"not a staged key: {key!r}")
+    return StagedKey(parts[1], parts[2].removesuffix(".pdf"))
+
+
+@dataclass(frozen=True)
+class WorkKey:
+    revision: str
+    task_key: str
+    name: str  # <sha256>.png | q-<sha256>.bin | outcomes.json
+
+    @property
+    def is_evidence(self) -> bool:
+        return self.name.startswith(_EVIDENCE) and self.name.endswith(".bin")
+
+    @property
+    def digest(self) -> str:
+        """The sha256 an image or evidence object is named by."""
+        return self.name.removeprefix(_EVIDENCE).removesuffix(".bin").removesuffix(".png")
+
+
+def parse_work_key(key: str) -> WorkKey:
+    parts = key.split("/")
+    if len(parts) != 4 or parts[0] != WORK:
+        raise ValueError(f"not a work object key: {key!r}")
+    return WorkKey(parts[1], parts[2], parts[3])
+
+
+@dataclass(frozen=True)
+class ArchiveKey:
+    report_id: str
+    revision: str
+    kind: str  # IMAGES, QUARANTINE, CHILDREN, or a file of its own: PLAN, MANIFEST, ...
+    name: str = ""  # the object's name within its section ("" for PLAN, MANIFEST, ...)
+
+    @property
+    def digest(self) -> str:
+        """The sha256 an image or quarantined object is named by."""
+        return self.name.removesuffix(".bin").removesuffix(".png")
+
+
+def parse_archive_key(key: str) -> ArchiveKey:
+    parts = key.split("/", 4)
+    if len(parts) < 4 or parts[0] != ARCHIVE:
+        raise ValueError(f"not an archive key: {key!r}")
+    return ArchiveKey(parts[1], parts[2], parts[3], parts[4] if len(parts) == 5 else "")
+
+
+@dataclass(frozen=True)
+class DeadlineKey:
+    clock: str
+    day: str  # YYYYMMDD (UTC)
+    report_id: str
+    revision: str
+    minute: int  # the deadline, in minutes since the epoch
+
+    @property
+    def deadline(self) -> datetime:
+        return datetime.fromtimestamp(self.minute * 60, UTC)
+
+
+def parse_deadline_key(key: str) -> DeadlineKey:
+    *clock, day, report_id, name = key.split("/")
+    minute, revision = name.split("-", 1)
+    return DeadlineKey("/".join(clock), day, report_id, revision, int(minute))
