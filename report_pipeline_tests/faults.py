@@ -63,3 +63,33 @@ class FaultyStoreResource(StoreResource):
             self.root, self.method, self.failures, self.transient, self.after,
             Path(self.counter_file), watch,
         )  # fmt: skip
+
+
+class Crash(BaseException):
+    """The process died here: a BaseException, so no `except Exception` on the way handles it."""
+
+
+class CrashingStore:
+    """Any store (LocalStore or S3Store), until the first call for which `when(method, key)` is
+    true: that call crashes, before its write or, with `after`, once the write is done."""
+
+    def __init__(self, inner, when, after: bool = False) -> None:
+        self.inner, self._when, self._after, self.crashed = inner, when, after, False
+
+    def __getattr__(self, name: str):
+        method = getattr(self.inner, name)
+        if name.startswith("_") or not callable(method):
+            return method
+
+        def call(*args, **kwargs):
+            hit = not self.crashed and self._when(name, args[0] if args else "")
+            if hit and not self._after:
+                self.crashed = True
+                raise Crash(f"crashed before {name}")
+            result = method(*args, **kwargs)
+            if hit:
+                self.crashed = True
+                raise Crash(f"crashed after {name}")
+            return result
+
+        return call

@@ -128,10 +128,12 @@ def publish(
         ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
         staged.page_count, staged.repaired,
     )  # fmt: skip
-    store.put_bytes(ref.manifest_key, mf.dumps(document))
-    if document["state"] == "complete":
+    complete = document["state"] == "complete"
+    if complete:  # the long clock's marker first: a complete manifest never lacks one
         archive_by = parse_iso(document["deadlines"]["archive_delete_by"])
         deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
+    store.put_bytes(ref.manifest_key, mf.dumps(document))
+    if complete:
         work_by = parse_iso(document["deadlines"]["work_delete_by"])
         material = working_objects(store, ref.report_id, ref.revision)
         audit.delete_audited(

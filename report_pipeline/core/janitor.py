@@ -2,7 +2,9 @@
 
 Three sweeps, each opening only what is due: private workdirs (hour buckets on the worker's
 disk), working material in the store (the short clock's index), and archived revisions (the
-long clock's index). Every deletion becomes one audit event. "Already gone" counts as done.
+long clock's index). A fourth lists `staged/` and `work/` directly and removes expired material
+that no marker covers (`untracked`). Every deletion becomes one audit event. "Already gone"
+(a marker whose material was never written, or already deleted) counts as done.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core import audit, deadlines
+from report_pipeline.core import audit, deadlines, untracked
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.archive import working_objects
 from report_pipeline.core.audit import Deletion
@@ -33,6 +35,7 @@ class JanitorPass:
     deletions: list[Deletion] = field(default_factory=list)
     buckets_opened: int = 0
     entries_due: int = 0
+    in_use: set[str] = field(default_factory=set)  # revisions whose due entries were kept
 
     @property
     def bytes_deleted(self) -> int:
@@ -118,6 +121,7 @@ def sweep_working_material(
         stats.entries_due += 1
         material = revision_material(store, entry.report_id, entry.revision)
         if material and in_use(material, now, policy):
+            stats.in_use.add(entry.revision)
             continue  # keep the entry: look again on a later pass
         event = audit.delete_audited(
             store, "working_material", entry.report_id, entry.revision, entry.deadline, now,
@@ -151,6 +155,20 @@ def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:
         store.delete(entry.key)
 
 
+def sweep_untracked(
+    store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
+) -> None:
+    """Expired staged/work objects the index did not lead to (run after the index's sweep)."""
+    for found in list(untracked.overdue(store, now, policy)):
+        if found.revision in stats.in_use:
+            continue  # the index's sweep keeps it for a run (its archive part is newer)
+        event = audit.delete_audited(
+            store, found.kind, found.report_id, found.revision, found.deadline, now, found.objects
+        )
+        if event:
+            stats.deletions.append(event)
+
+
 def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
     """One janitor pass at `now` (an injectable clock)."""
     stats = JanitorPass()
@@ -158,5 +176,6 @@ def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -
     for event in stats.deletions:
         audit.record(store, event)
     sweep_working_material(store, now, policy, stats)
+    sweep_untracked(store, now, policy, stats)
     sweep_archive(store, now, stats)
     return stats

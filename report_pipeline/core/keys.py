@@ -206,3 +206,12 @@ def parse_deadline_key(key: str) -> DeadlineKey:
     *clock, day, report_id, name = key.split("/")
     minute, revision = name.split("-", 1)
     return DeadlineKey("/".join(clock), day, report_id, revision, int(minute))
+
+
+def material_owner(key: str) -> tuple[str, str]:
+    """(report_id, revision) of any object under staged/ or work/, well-formed or not (the
+    untracked sweep must group whatever it finds): report_id is "" for work objects."""
+    parts = key.split("/")
+    if parts[0] == STAGED and len(parts) == 3:
+        return parts[1], parts[2].removesuffix(".pdf")
+    return "", parts[1] if len(parts) > 1 else key

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core import audit, deadlines, janitor, keys
+from report_pipeline.core import audit, deadlines, janitor, keys, untracked
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.keys import archive_prefix, manifest_key, plan_key
 from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
@@ -48,19 +48,29 @@ class _Overdue:
 def work_material_deleted_by_deadline(
     store: Store, work_root: Path, now: datetime, policy: RetentionPolicy, grace: timedelta
 ) -> CheckOutcome:
-    """Bytes of working material retained past the short clock (plus grace) must be zero."""
-    cutoff, overdue = now - grace, _Overdue()
+    """Bytes of working material retained past the short clock (plus grace) must be zero: what
+    the index leads to, and what a listing of `staged/` and `work/` finds without it."""
+    cutoff, overdue, seen = now - grace, _Overdue(), set()
     for entry in deadlines.due(store, deadlines.WORK, cutoff):
+        if entry.revision in seen:
+            continue  # a revision marked more than once (staging, each task) counts once
+        seen.add(entry.revision)
         material = janitor.revision_material(store, entry.report_id, entry.revision)
         if material and not janitor.in_use(material, cutoff, policy):
             overdue.add(f"revision {entry.revision}", entry.deadline, sum(o.size for o in material))
+    found = untracked.overdue(store, cutoff, policy)
+    untracked_items = [u for u in found if u.revision not in seen]  # not counted twice
+    for item in untracked_items:
+        overdue.add(f"{item.kind} {item.revision}", item.deadline, item.bytes)
     for _bucket, workdir, deadline in janitor.due_workdirs(
         work_root, cutoff, janitor.JanitorPass()
     ):
         overdue.add(f"workdir {workdir.name}", deadline, janitor.dir_size(workdir)[0])
     passed = not overdue.items
     text = "no working material past its deadline" if passed else "working material is overdue"
-    return CheckOutcome("work_material_deleted_by_deadline", passed, text, overdue.metadata())
+    metadata = {**overdue.metadata(), "untracked_items": len(untracked_items),
+                "untracked_bytes": sum(u.bytes for u in untracked_items)}  # fmt: skip
+    return CheckOutcome("work_material_deleted_by_deadline", passed, text, metadata)
 
 
 def archive_within_retention(store: Store, now: datetime, grace: timedelta) -> CheckOutcome:

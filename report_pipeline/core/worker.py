@@ -64,6 +64,13 @@ def lease_for(settings: WorkerSettings, owner: str) -> Lease:
     return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
 
 
+def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
+    """The short clock's marker, written BEFORE the working material it covers: a crash between
+    the two leaves a marker with nothing behind it (done on the janitor's next pass), never
+    material that no marker points to."""
+    deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, ref.revision)
+
+
 def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -98,8 +105,8 @@ def stage(
         if complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []
         counts = _image_counts(path, checked.pages)
+        mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
-        deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, revision)
     return staged, _plan(store, ref, counts, pages_per_task, target_units, settings.decode)
 
 
@@ -185,6 +192,7 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
+        mark_work(store, task.ref, settings)  # this task's work objects come later than staging
         for outcome, key in _decode(store, task, path, settings):
             records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
     records.sort(key=lambda r: (r["page"], r["index"]))

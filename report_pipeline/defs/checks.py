@@ -10,7 +10,8 @@ from report_pipeline.defs.resources import StoreResource, WorkerResource
 DESCRIPTIONS = {
     "work_material_deleted_by_deadline":
         "Bytes of working material (staged sources, work objects, workdirs) kept past the short "
-        "clock must be zero.",
+        "clock must be zero, whether a deadline marker leads to it or only a listing of staged/ "
+        "and work/ finds it.",
     "archive_within_retention": "Nothing archived is kept past the long clock.",
 }  # fmt: skip
 

@@ -14,7 +14,8 @@ from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource, WorkerResource
 
 TABLE_ROWS = 200
-KINDS = ("workdir", "working_material", "archive")  # every kind, so each plots as 0 too
+# every kind, so each plots as 0 too
+KINDS = ("workdir", "working_material", "archive", "untracked_staged", "untracked_work")
 _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
             ("deleted_at", "string"), ("lag_seconds", "float"), ("bytes", "int")]  # fmt: skip
 
