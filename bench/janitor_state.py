@@ -93,7 +93,8 @@ def _child(page: int, index: int, data: bytes, ref: RevisionRef, at: str) -> dic
         "content_hash": digest, "width": 64, "height": 48, "format": "png", "mode": "RGB",
         "bytes": len(data), "stream_bytes": len(data), "declared_type": "DCTDecode",
         "signature": "png", "quarantine_reason": None, "quarantine_detail": None,
-        "object_key": ref.image_key(digest), "cleanup_lease": at,
+        "object_key": ref.image_key(digest), "cleanup_lease": at, "origin": "xobject",
+        "xref": 10 + index,
     }  # fmt: skip
 
 
