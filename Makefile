@@ -36,7 +36,8 @@ dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home
 	$(UV) run dagster dev -w workspace.yaml $(DEV_FLAGS)
 
 # The production configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=production)
-# on this machine: Postgres from DAGSTER_PG_URL, else a throwaway server for the command's lifetime.
+# on this machine: Postgres from DAGSTER_PG_URL, S3 from REPORT_PIPELINE_S3_BUCKET (+ AWS_ENDPOINT_URL);
+# else a throwaway PostgreSQL server and a local moto S3 server for the command's lifetime.
 demo-production: setup fixtures/pdfs/monthly_report.pdf  ## the demo on the production configuration
 	$(UV) run python -m report_pipeline.deploy_local demo --month $(MONTH)
 
@@ -47,7 +48,8 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios, janitor scaling, sensor ticks
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3), janitor scaling, sensor ticks
 	$(UV) run python -m bench.run
+	$(UV) run python -m bench.production
 	$(UV) run python -m bench.janitor
 	$(UV) run python -m bench.intake_sensor

@@ -2,7 +2,8 @@
 
 The run goes into the embedded default instance (DAGSTER_HOME=dagster_home), so `make dev`
 shows it afterwards. `make demo-production` runs this same module on the production instance
-(report_pipeline/deploy_local.py).
+(report_pipeline/deploy_local.py), where the store is on S3: the manifest is read through the
+deployment's store resource.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.manifest import quarantine_reasons, read
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.storage import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment
 
@@ -33,7 +34,14 @@ def place_sample(month: str) -> None:
         shutil.copyfile(SAMPLE, target)
 
 
-def summary(manifest: dict, location: Path) -> str:
+def location(store: Store, key: str) -> str:
+    """Where a stored key is, for a person: a path (local store) or an s3:// URL."""
+    if hasattr(store, "bucket"):
+        return f"s3://{store.bucket}/{store.prefix}{key}"
+    return str(store.root / key)
+
+
+def summary(manifest: dict, location: str) -> str:
     counts = manifest["counts"]
     reasons = quarantine_reasons(manifest)
     lines = [
@@ -67,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         print("run failed:", *failures, sep="\n  ", file=sys.stderr)
         return 1
     value = result.output_for_node("report_manifest")
-    store = LocalStore(os.environ.get("REPORT_PIPELINE_STORE") or "var/store")
-    manifest = read(store, value["manifest_key"])
+    with dg.build_resources({"store": defs.resources["store"]}) as built:  # the deployment's
+        store = built.store.get_store()
+        manifest = read(store, value["manifest_key"])
     events = result.get_asset_materialization_events()
     (event,) = [e for e in events if e.asset_key.path == ["report_manifest"]]
     reused = event.materialization.metadata["reused_existing_manifest"].value
@@ -76,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Dagster run {result.run_id} succeeded.")
     if reused:
         print("The report is unchanged since the last run: nothing was extracted or written.")
-    print(summary(manifest, store.root / value["manifest_key"]))
+    print(summary(manifest, location(store, value["manifest_key"])))
     for check in checks:  # the month's checks, as its partition shows them in the UI
         verdict = "passed" if check.passed else f"failed ({check.severity.value})"
         print(f"  check {check.check_name:<26} {verdict}")

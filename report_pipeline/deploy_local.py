@@ -1,11 +1,13 @@
 """`make demo-production` and `make dev-production`: the demo or `dagster dev` on the production
 configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=production) on one
-machine. Postgres comes from DAGSTER_PG_URL when it is set; otherwise a throwaway server is
-started for the purpose (and said so), and stopped, with its data, when the command ends.
+machine. Postgres comes from DAGSTER_PG_URL when it is set, S3 from REPORT_PIPELINE_S3_BUCKET
+(with AWS_ENDPOINT_URL or AWS); otherwise a throwaway PostgreSQL server and a local S3 API
+server (moto, dev dependency group) are started for the purpose (and said so), and stopped, with
+their data, when the command ends.
 
 DAGSTER_HOME is var/production/dagster_home (git-ignored), holding a fresh copy of the
-committed dagster.yaml each time. The inbox, store and work roots stay local until the S3 store
-merges.
+committed dagster.yaml each time. The store, op outputs and compute logs are in the bucket; the
+inbox (unless REPORT_PIPELINE_INBOX_BUCKET is set) and the work root stay local.
 """
 
 from __future__ import annotations
@@ -49,11 +51,46 @@ def postgres_url() -> Iterator[str]:
         yield server.url("postgres")
 
 
-def production_env(url: str) -> dict[str, str]:
+LOCAL_BUCKET = "report-pipeline"
+# Set in the commands' environment with the local S3 server: its endpoint and dummy credentials
+# replace any the machine has (a profile or real keys must not reach it, nor it them).
+AWS_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
+               "REPORT_PIPELINE_S3_PREFIX", "REPORT_PIPELINE_INBOX_BUCKET")  # fmt: skip
+
+
+@contextmanager
+def s3_env() -> Iterator[dict[str, str]]:
+    """The environment's S3 settings when REPORT_PIPELINE_S3_BUCKET is set, else a local S3
+    server's (a private bucket created in it) for as long as the block runs."""
+    if bucket := os.environ.get("REPORT_PIPELINE_S3_BUCKET"):
+        endpoint = os.environ.get("REPORT_PIPELINE_S3_ENDPOINT") or os.environ.get(
+            "AWS_ENDPOINT_URL", "AWS"
+        )
+        print(f"S3: bucket {bucket} at {endpoint} (REPORT_PIPELINE_S3_BUCKET)", flush=True)
+        yield {}
+        return
+    from report_pipeline import local_s3
+
+    with local_s3.moto_server() as endpoint:
+        local_s3.private_bucket(local_s3.client(endpoint), LOCAL_BUCKET)
+        print(
+            f"REPORT_PIPELINE_S3_BUCKET is not set: started a local S3 API server (moto) for this "
+            f"command at {endpoint} with bucket {LOCAL_BUCKET}; it is stopped and its objects "
+            "are gone when the command ends. Set REPORT_PIPELINE_S3_BUCKET (and AWS_ENDPOINT_URL "
+            "for MinIO) to use a real bucket.",
+            flush=True,
+        )
+        yield {**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint,
+               "REPORT_PIPELINE_S3_BUCKET": LOCAL_BUCKET}  # fmt: skip
+
+
+def production_env(url: str, s3: dict[str, str]) -> dict[str, str]:
     HOME.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(INSTANCE_YAML, HOME / "dagster.yaml")
+    base = {k: v for k, v in os.environ.items() if not (s3 and k in AWS_CLEARED)}
     return {
-        **os.environ,
+        **base,
+        **s3,
         "DAGSTER_HOME": str(HOME.resolve()),
         "DAGSTER_PG_URL": url,
         "REPORT_PIPELINE_DEPLOYMENT": "production",
@@ -77,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=["demo", "dev"])
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="demo: --month M; dev: flags")
     args = parser.parse_args(argv)
-    with postgres_url() as url:
-        env = production_env(url)
+    with postgres_url() as url, s3_env() as s3:
+        env = production_env(url, s3)
         print(f"Instance: {INSTANCE_YAML.relative_to(REPO)} in DAGSTER_HOME={env['DAGSTER_HOME']}")
         if args.what == "demo":
             return run([sys.executable, "-m", "report_pipeline.demo", *args.rest], env)

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 import dagster as dg
-from dagster_aws.s3 import S3PickleIOManager, S3Resource
+from dagster_aws.s3 import S3PickleIOManager
 
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
@@ -44,19 +44,29 @@ def local_resources() -> dict[str, Any]:
 
 
 def production_resources() -> dict[str, Any]:
-    """Production: for now the local resources (used with the Postgres instance,
-    deploy/production/dagster.yaml). Once the S3 store merges, one line each:
-        "store": production_store_resource(),   # defs/resources.py, the S3 store
-        **s3_io_manager(),                      # op outputs in the same bucket
-    """
-    return {**local_resources()}
+    """Production (with the Postgres instance, deploy/production/dagster.yaml): the store on S3,
+    the primary report source on S3 when REPORT_PIPELINE_INBOX_BUCKET is set (else the local
+    inbox), and op outputs through the S3 IO manager, all in the environment (defs/s3_resources.py
+    lists the variables). The worker settings, clock and check settings are the local ones."""
+    from report_pipeline.defs import s3_resources
+
+    return {
+        **local_resources(),
+        "inbox": s3_resources.production_inbox_resource(),
+        "store": s3_resources.production_store_resource(),
+        **s3_io_manager(),
+    }
 
 
 def s3_io_manager() -> dict[str, Any]:
-    """HOOK, not wired yet: op outputs through dagster_aws's S3PickleIOManager, so a step on one
-    machine can read what a step on another wrote. Everything from the environment, at run time:
-    REPORT_PIPELINE_S3_BUCKET; boto3 reads AWS_ENDPOINT_URL, AWS_REGION and credentials."""
-    s3 = S3Resource(max_attempts=5)  # botocore's retries (throttling, 5xx) under the op's policy
+    """Op outputs through dagster_aws's S3PickleIOManager, so a step on one machine can read what
+    a step on another wrote: REPORT_PIPELINE_S3_BUCKET under `dagster/io/`, at run time; the
+    endpoint as for the store (REPORT_PIPELINE_S3_ENDPOINT, else boto3's AWS_ENDPOINT_URL), region
+    and credentials from the environment. Its uploads ask for no encryption: the bucket's default
+    encryption (SSE-S3) covers them."""
+    from report_pipeline.defs.s3_resources import s3_resource_from_env
+
+    s3 = s3_resource_from_env(attempts=5)  # botocore retries throttling and 5xx itself
     bucket = dg.EnvVar(BUCKET_ENV)
     return {"io_manager": S3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)}
 

@@ -7,6 +7,8 @@ module only when an S3 store or source is asked for.
 Environment (read through `dg.EnvVar` when the resource is used; `production_store_resource()`
 only looks at which variables are set, to know which ones to wire):
 - `REPORT_PIPELINE_S3_BUCKET` (required), `REPORT_PIPELINE_S3_PREFIX` (optional);
+- `REPORT_PIPELINE_INBOX_BUCKET`, `REPORT_PIPELINE_INBOX_PREFIX` (optional): the primary report
+  source on S3 instead of the local inbox (same name, `inbox`, so report ids do not change);
 - `REPORT_PIPELINE_S3_ENDPOINT`, else `AWS_ENDPOINT_URL` (S3-compatible servers; unset: AWS);
 - `AWS_REGION`, else `AWS_DEFAULT_REGION`;
 - credentials from boto3's usual chain: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`
@@ -22,9 +24,11 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import PrivateAttr
 
+from report_pipeline.core.s3_source import S3PrefixSource
 from report_pipeline.core.s3_store import S3Store
+from report_pipeline.core.sources import ReportSource
 from report_pipeline.core.storage import Store
-from report_pipeline.defs.resources import StoreResource
+from report_pipeline.defs.resources import InboxResource, StoreResource, _build
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
 # store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.
@@ -57,13 +61,13 @@ def _env(*names: str) -> Any:
     return None
 
 
-def s3_resource_from_env(endpoint_url: str = "") -> S3Resource:
+def s3_resource_from_env(endpoint_url: str = "", attempts: int = CLIENT_ATTEMPTS) -> S3Resource:
     """An S3Resource whose endpoint and region come from the environment (see module doc)."""
     endpoint = endpoint_url or _env("REPORT_PIPELINE_S3_ENDPOINT", "AWS_ENDPOINT_URL")
     return S3Resource(
         endpoint_url=endpoint,
         region_name=_env("AWS_REGION", "AWS_DEFAULT_REGION"),
-        max_attempts=CLIENT_ATTEMPTS,
+        max_attempts=attempts,
     )
 
 
@@ -73,6 +77,36 @@ def production_store_resource() -> S3StoreResource:
         bucket=dg.EnvVar("REPORT_PIPELINE_S3_BUCKET"),
         prefix=_env("REPORT_PIPELINE_S3_PREFIX") or "",
         s3=s3_resource_from_env(),
+    )
+
+
+class S3InboxResource(InboxResource):
+    """The primary report source in an S3 bucket/prefix (`<prefix>/<YYYY-MM>/*.pdf`) instead of
+    a local folder; same name and interface, so backfills and UI launches (which read the primary
+    source) and the sensor see it like the local inbox. `root` is not used."""
+
+    bucket: str
+    prefix: str = ""
+    endpoint_url: str = ""  # empty: $REPORT_PIPELINE_S3_ENDPOINT, $AWS_ENDPOINT_URL or AWS
+
+    _client: Any = PrivateAttr(default=None)
+
+    def report_sources(self) -> list[ReportSource]:
+        if self._client is None:  # one boto3 client per process, not one per sensor tick
+            self._client = s3_source_client(self.endpoint_url)
+        primary = S3PrefixSource(self.name, self.bucket, self.prefix, self._client)
+        return [primary, *(_build(spec) for spec in self.extra_sources)]
+
+
+def production_inbox_resource() -> InboxResource:
+    """The `inbox` resource of the production deployment: on S3 when REPORT_PIPELINE_INBOX_BUCKET
+    is set where the definitions load (which variables are set decides the resource's type;
+    their values are read when it is used), else the local inbox."""
+    if not os.environ.get("REPORT_PIPELINE_INBOX_BUCKET"):
+        return InboxResource()
+    return S3InboxResource(
+        bucket=dg.EnvVar("REPORT_PIPELINE_INBOX_BUCKET"),
+        prefix=_env("REPORT_PIPELINE_INBOX_PREFIX") or "",
     )
 
 

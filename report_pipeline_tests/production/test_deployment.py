@@ -1,5 +1,6 @@
 """REPORT_PIPELINE_DEPLOYMENT chooses the resources when the definitions load; the embedded
-default is unchanged; the S3 IO manager hook builds from the environment alone."""
+default is unchanged; production's S3 store, S3 inbox and S3 IO manager build from the
+environment alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ import pytest
 from dagster_aws.s3 import S3PickleIOManager
 
 from report_pipeline.defs import deployment as chosen
-from report_pipeline.defs.resources import StoreResource
+from report_pipeline.defs.resources import InboxResource, StoreResource
+from report_pipeline.defs.s3_resources import (
+    S3InboxResource,
+    S3StoreResource,
+    production_inbox_resource,
+)
 
 PROBE = """import os
 from report_pipeline.definitions import defs
@@ -26,8 +32,7 @@ def test_the_environment_chooses_the_deployment_when_the_definitions_load():
         assert out.returncode == 0, out.stderr[-2000:]
         names[value] = out.stdout.split()[1:]
     assert names[""] == names["local"] == ["checks", "clock", "inbox", "settings", "store"]
-    # Until the S3 store merges, production's resources are the local ones (see deployment.py).
-    assert set(names["production"]) >= set(names["local"])
+    assert names["production"] == ["checks", "clock", "inbox", "io_manager", "settings", "store"]
 
 
 def test_an_unknown_deployment_stops_the_load_with_its_name(monkeypatch):
@@ -41,7 +46,28 @@ def test_the_embedded_default_keeps_the_local_store_and_dagsters_io_manager():
     assert isinstance(resources["store"], StoreResource) and "io_manager" not in resources
 
 
-def test_the_s3_io_manager_hook_reads_its_bucket_from_the_environment_at_run_time():
+def test_production_wires_the_s3_store_inbox_and_io_manager(monkeypatch):
+    monkeypatch.setenv("REPORT_PIPELINE_INBOX_BUCKET", "reports-in")
+    resources = chosen.resources_for(chosen.PRODUCTION)
+    assert isinstance(resources["store"], S3StoreResource)
+    assert isinstance(resources["inbox"], S3InboxResource)
+    assert resources["inbox"].bucket == dg.EnvVar("REPORT_PIPELINE_INBOX_BUCKET")
+    assert isinstance(resources["io_manager"], S3PickleIOManager)
+    monkeypatch.delenv("REPORT_PIPELINE_INBOX_BUCKET")
+    assert type(chosen.resources_for(chosen.PRODUCTION)["inbox"]) is InboxResource
+
+
+def test_the_s3_inbox_lists_its_bucket_and_prefix(backend):
+    backend.drop("no_images.pdf", "2026-03")
+    with dg.build_resources({"inbox": production_inbox_resource()}) as built:
+        (source,) = built.inbox.report_sources()
+        assert source.name == "inbox" and source.months() == [("2026-03", 0)]
+        assert [e.ref.rel for e in built.inbox.source().entries("2026-03")] == [
+            "2026-03/report.pdf"
+        ]
+
+
+def test_the_s3_io_manager_reads_its_bucket_from_the_environment_at_run_time():
     (manager,) = chosen.s3_io_manager().values()
     assert isinstance(manager, S3PickleIOManager)
     assert manager.s3_bucket == dg.EnvVar("REPORT_PIPELINE_S3_BUCKET")

@@ -31,8 +31,11 @@ def test_queue_limits_monitoring_and_retries_are_the_embedded_defaults():
     embedded = yaml.safe_load((REPO / "dagster_home" / "dagster.yaml").read_text())
     for section in SHARED_SECTIONS:
         assert production[section] == embedded[section], section
-    assert set(production) == {*SHARED_SECTIONS, "storage"}
+    assert set(production) == {*SHARED_SECTIONS, "storage", "compute_logs"}
     assert production["storage"] == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
+    logs = production["compute_logs"]
+    assert logs["config"]["bucket"] == {"env": "REPORT_PIPELINE_S3_BUCKET"}
+    assert logs["config"]["upload_extra_args"] == {"ServerSideEncryption": "AES256"}
 
 
 NO_PROJECT = """import sys
@@ -49,7 +52,7 @@ with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
 
 def test_the_instance_loads_where_the_project_is_not_installed(tmp_path: Path, pg_env):
     """Webserver and daemon images do not ship report_pipeline: the instance loads with every
-    import of it refused, and each module it names is Dagster's (the placeholder's too)."""
+    import of it refused, and each module it names is Dagster's."""
     home = production_home(tmp_path / "home")
     probe = [sys.executable, "-c", NO_PROJECT, str(home)]
     done = subprocess.run(probe, capture_output=True, text=True, env=os.environ, check=False)
@@ -59,27 +62,16 @@ def test_the_instance_loads_where_the_project_is_not_installed(tmp_path: Path, p
     assert modules and all(m.startswith("dagster_aws.") for m in modules), modules
 
 
-def uncommented_s3_compute_logs() -> str:
-    lines = PRODUCTION_YAML.read_text().splitlines()
-    start = lines.index("# compute_logs:")
-    block = []
-    for line in lines[start:]:
-        if not line.startswith("#"):
-            break
-        block.append(line[2:])
-    return "\n".join(block)
-
-
-def test_the_s3_compute_log_placeholder_is_valid_and_reads_only_the_environment(
+def test_compute_logs_go_to_the_bucket_from_the_environment_only(
     tmp_path: Path, pg_env, monkeypatch
 ):
-    """Loaded with the placeholder uncommented (no S3 call is made when the instance loads)."""
+    """Loading the instance makes no S3 call; the bucket and endpoint are the environment's."""
     monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", "reports-private")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    home = production_home(tmp_path / "home", uncommented_s3_compute_logs())
+    home = production_home(tmp_path / "home")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         manager = instance.compute_log_manager
         assert type(manager).__name__ == "S3ComputeLogManager"
         assert manager._s3_bucket == "reports-private"  # noqa: SLF001 (the test reads config)
         assert manager._s3_session.meta.endpoint_url == "http://127.0.0.1:9"  # noqa: SLF001
+        assert manager._upload_extra_args == {"ServerSideEncryption": "AES256"}  # noqa: SLF001

@@ -1,11 +1,12 @@
 """The production configuration live: a webserver and a daemon on deploy/production/dagster.yaml
 with their own fresh Postgres database, the code location on REPORT_PIPELINE_DEPLOYMENT=
-production. A three-month backfill, a sensor-triggered run from the source, then the cleanup job
-and the whole-archive checks; every run, event and check result read back from Postgres."""
+production: reports in an S3 source bucket, the store, op outputs (S3 IO manager) and compute logs
+in a private S3 bucket (moto server on loopback). A three-month backfill, a sensor-triggered run
+from the S3 source, then the cleanup job and the whole-archive checks; every run, event and check
+result read back from Postgres, every object read back from S3."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -35,10 +36,12 @@ def check_results(instance: dg.DagsterInstance, run_id: str) -> dict[str, bool]:
     return {d.check_name: d.passed for d in data}
 
 
-def test_backfill_sensor_cleanup_and_checks_on_postgres(tmp_path: Path, postgres, monkeypatch):
-    root, backend = tmp_path / "live", Backend(tmp_path / "live")
+def test_backfill_sensor_cleanup_and_checks_on_postgres_and_s3(
+    tmp_path: Path, postgres, backend: Backend, monkeypatch
+):
+    root = tmp_path / "live"
     with fresh_database(postgres.server, "rp_live") as url:
-        env = {"DAGSTER_PG_URL": url, "REPORT_PIPELINE_DEPLOYMENT": "production"}
+        env = {**backend.env, "DAGSTER_PG_URL": url, "REPORT_PIPELINE_DEPLOYMENT": "production"}
         with running_dagster(root, PRODUCTION_YAML, env) as live:
             live.set_sensor(running=False)  # as a person would, while the backfill runs
             for month in BACKFILL:
@@ -48,7 +51,7 @@ def test_backfill_sensor_cleanup_and_checks_on_postgres(tmp_path: Path, postgres
             backfill = {"dagster/backfill": backfill_id}
             wait_for(lambda: len(finished(live, backfill)) == 3, "the backfill's runs", 120)
             for month in BACKFILL:
-                shutil.rmtree(root / "inbox" / month)
+                backend.remove(month)
 
             live.set_sensor(running=True)
             backend.drop("repeated_image.pdf", "2026-10", "October report.pdf")
@@ -64,14 +67,20 @@ def test_backfill_sensor_cleanup_and_checks_on_postgres(tmp_path: Path, postgres
             home = production_home(tmp_path / "reader")
             with dg.DagsterInstance.from_config(str(home)) as instance:  # the same database
                 runs = instance.get_runs()
-                assert len(runs) == 6 and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+                described = [(r.job_name, r.status.value, dict(r.tags)) for r in runs]
+                assert len(runs) == 6, described
+                assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}, described
                 checks = check_results(instance, audit)
                 assert checks and all(checks.values()), checks
                 month_checks = check_results(instance, run["id"])  # evaluated in the month's run
                 assert month_checks and all(month_checks.values()), month_checks
-            for month in [*BACKFILL, "2026-10"]:  # through the Store: the same once on S3
+            for month in [*BACKFILL, "2026-10"]:  # through the S3 store
                 keys = [o.key for o in backend.store().list(f"archive/inbox-{month}/")]
                 assert sum(k.endswith("/manifest.json") for k in keys) == 1, keys
+            assert not list((root / "inbox").iterdir())  # nothing came through the local inbox
+            reports = [r.run_id for r in runs if "dagster/partition" in r.tags]
+            assert len(reports) == 4
+            backend.assert_on_s3(reports, [cleanup, audit])
 
 
 def _status(live, run_id: str) -> str:

@@ -1,11 +1,14 @@
-"""`make demo-production` as a user runs it without DAGSTER_PG_URL: a throwaway Postgres is
-started and announced, the demo succeeds on the production instance, and nothing is left running.
-(The inbox, store and work roots go to a temporary folder; DAGSTER_HOME is var/production/.)"""
+"""`make demo-production` as a user runs it without DAGSTER_PG_URL or an S3 bucket: a throwaway
+Postgres and a local S3 server (moto) are started and announced, the demo succeeds on the
+production instance with the store on S3, and nothing is left running. (The inbox and work roots
+go to a temporary folder; DAGSTER_HOME is var/production/.)"""
 
 from __future__ import annotations
 
 import glob
 import os
+import re
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,7 +20,8 @@ THROWAWAYS = f"{tempfile.gettempdir()}/report_pipeline-pg-*"  # local_postgres.t
 
 def test_make_demo_production_starts_a_throwaway_postgres_and_succeeds(tmp_path: Path):
     before = set(glob.glob(THROWAWAYS))
-    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_PG_URL", "DAGSTER_HOME")}
+    unset = ("DAGSTER_PG_URL", "DAGSTER_HOME", "REPORT_PIPELINE_S3_BUCKET", "AWS_ENDPOINT_URL")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(
         {f"REPORT_PIPELINE_{n.upper()}": str(tmp_path / n) for n in ("inbox", "store", "work")}
     )
@@ -30,3 +34,10 @@ def test_make_demo_production_starts_a_throwaway_postgres_and_succeeds(tmp_path:
     assert "succeeded." in done.stdout and "state complete" in done.stdout
     assert "make dev-production" in done.stdout
     assert set(glob.glob(THROWAWAYS)) <= before  # stopped and deleted
+    started = re.search(
+        r"started a local S3 API server \(moto\) .* at http://([\d.]+):(\d+)", done.stdout
+    )
+    assert started, done.stdout[-3000:]
+    assert "manifest              s3://report-pipeline/archive/inbox-" in done.stdout
+    with socket.socket() as probe:  # the S3 server is stopped
+        assert probe.connect_ex((started[1], int(started[2]))) != 0

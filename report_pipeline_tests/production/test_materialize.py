@@ -1,5 +1,6 @@
 """A monthly partition executed in process on the production instance: the run, its events and
-the materialization are in the Postgres database, the archive in the backend's store."""
+the materialization are in the Postgres database; the archive in the S3 store, the op outputs
+and compute logs in the same bucket, every object encrypted."""
 
 from __future__ import annotations
 
@@ -30,3 +31,4 @@ def test_a_partition_materializes_on_postgres(production_instance, backend, post
     assert stored > 10
     manifest = read(backend.store(), result.output_for_node("report_manifest")["manifest_key"])
     assert manifest["state"] == "complete" and manifest["counts"]["distinct_images"] == 2
+    backend.assert_on_s3([result.run_id])
