@@ -66,7 +66,8 @@ def test_backfill_sensor_cleanup_and_checks_on_postgres_and_s3(
             monkeypatch.setenv("DAGSTER_PG_URL", url)
             home = production_home(tmp_path / "reader")
             with dg.DagsterInstance.from_config(str(home)) as instance:  # the same database
-                runs = instance.get_runs()
+                # cleanup_schedule fires every 5 minutes: a scheduled janitor run may join in
+                runs = [r for r in instance.get_runs() if "dagster/schedule_name" not in r.tags]
                 described = [(r.job_name, r.status.value, dict(r.tags)) for r in runs]
                 assert len(runs) == 6, described
                 assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}, described
