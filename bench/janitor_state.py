@@ -25,7 +25,8 @@ from report_pipeline.core.intake import report_id_for
 from report_pipeline.core.janitor import JanitorPass
 from report_pipeline.core.keys import children_key
 from report_pipeline.core.messages import RevisionRef
-from report_pipeline.core.retention import RetentionPolicy, deadlines_for, iso, parse_iso
+from report_pipeline.core.retention import deadlines_for, iso, parse_iso
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.workdir import (
     LEASE_FILE,

@@ -9,10 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report_pipeline.core.intake import Limits, RefusedInput
+from report_pipeline.core.intake import RefusedInput
 from report_pipeline.core.manifest import quarantine_reasons
+from report_pipeline.core.settings import Limits, WorkerSettings
 from report_pipeline.core.wording import plural
-from report_pipeline.core.worker import WorkerSettings
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4

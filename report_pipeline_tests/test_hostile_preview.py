@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from report_pipeline.core.intake import Limits
+from report_pipeline.core.settings import Limits
 from report_pipeline_tests.conftest import FIXTURES
 
 ROOT = FIXTURES.parent.parent

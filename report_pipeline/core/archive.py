@@ -7,16 +7,12 @@ from typing import Any
 
 from report_pipeline.core import audit, deadlines, keys
 from report_pipeline.core import manifest as mf
+from report_pipeline.core.material import working_objects
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
-from report_pipeline.core.retention import (
-    RetentionPolicy,
-    deadlines_for,
-    iso,
-    parse_iso,
-    utc_now,
-)
-from report_pipeline.core.storage import ObjectInfo, Store
-from report_pipeline.core.worker import WorkerSettings, complete_manifest, extract, missing_tasks
+from report_pipeline.core.retention import deadlines_for, iso, parse_iso, utc_now
+from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
+from report_pipeline.core.storage import Store
+from report_pipeline.core.worker import complete_manifest, extract, missing_tasks
 
 
 def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
@@ -140,10 +136,3 @@ def publish(
             store, "working_material", ref.report_id, ref.revision, work_by, now, material
         )
     return document, False
-
-
-def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
-    """A revision's staged source and work objects, as they are in the store now."""
-    staged = keys.staged_key(report_id, revision)
-    found = [ObjectInfo(staged, store.size(staged))] if store.exists(staged) else []
-    return found + list(store.list(keys.work_prefix(revision)))

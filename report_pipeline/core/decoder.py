@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from report_pipeline.core.extract import ImageOutcome, Processed, process_image
-from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import ImageRef, open_pdf, page_images
 from report_pipeline.core.retention import iso, utc_now
+from report_pipeline.core.settings import Limits
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75
 _HEAD = struct.Struct(">II")

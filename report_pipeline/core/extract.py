@@ -12,7 +12,6 @@ import pymupdf
 from PIL import Image
 
 from report_pipeline.core import inline, normalize, validation
-from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import (
     ImageRef,
     components_of,
@@ -20,6 +19,7 @@ from report_pipeline.core.pdf_pages import (
     flate_predictor,
 )
 from report_pipeline.core.retention import iso, utc_now
+from report_pipeline.core.settings import Limits
 from report_pipeline.core.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")

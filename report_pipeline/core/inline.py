@@ -10,8 +10,8 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core import validation
-from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import ImageRef
+from report_pipeline.core.settings import Limits
 
 _TYPES = {
     mupdf.FZ_IMAGE_RAW: "raw", mupdf.FZ_IMAGE_FAX: "ccittfax", mupdf.FZ_IMAGE_FLATE: "flate",

@@ -16,22 +16,12 @@ from typing import BinaryIO
 import pymupdf
 
 from report_pipeline.core import keys, page_tree, storage
+from report_pipeline.core.settings import Limits
 from report_pipeline.core.workdir import private_file
 
-EXTRACTOR_VERSION = "2"  # 2: every draw by any path, its origin; isolated decoding; new classes
 INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_report_bytes: int = 256 * 1024 * 1024
-    max_pages: int = 2000
-    max_image_stream_bytes: int = 32 * 1024 * 1024
-    max_image_pixels: int = 64_000_000
-    max_image_side: int = 20_000
-    refuse_repaired: bool = False  # True: a PDF MuPDF opens only by repairing it is `damaged`
 
 
 class RefusedInput(Exception):

@@ -27,20 +27,7 @@ from pathlib import Path
 
 from report_pipeline.core import decoder
 from report_pipeline.core.decoder import Decoded, crash_outcome
-from report_pipeline.core.intake import Limits
-
-
-@dataclass(frozen=True)
-class DecodeSettings:
-    processes: int = 0  # pool size; 0: one per core
-    memory_bytes: int = 1536 * 1024 * 1024
-    image_seconds: float = 120.0  # wall time one image may take
-    report_cpu_seconds: float = 1800.0  # CPU a whole report may take, shared out to its tasks
-    min_task_cpu_seconds: float = 60.0  # the least a task gets, whatever its share
-    isolated: bool = True  # False: decode in this process (the benchmark's plain loop only)
-
-    def pool_size(self) -> int:
-        return self.processes or os.cpu_count() or 1
+from report_pipeline.core.settings import DecodeSettings, Limits
 
 
 class CpuBudgetExceeded(Exception):

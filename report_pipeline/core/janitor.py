@@ -20,10 +20,11 @@ from pathlib import Path
 
 from report_pipeline.core import audit, deadlines, untracked
 from report_pipeline.core import manifest as mf
-from report_pipeline.core.archive import working_objects
 from report_pipeline.core.audit import Deletion
 from report_pipeline.core.keys import archive_prefix, manifest_key
-from report_pipeline.core.retention import RetentionPolicy, iso
+from report_pipeline.core.material import working_objects
+from report_pipeline.core.retention import iso
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import ObjectInfo, Store
 from report_pipeline.core.workdir import BUCKET_FORMAT, named_minute, read_lease
 

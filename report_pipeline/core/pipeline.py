@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from report_pipeline.core.archive import archive, publish
+from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage import Store
-from report_pipeline.core.worker import WorkerSettings, extract, stage
+from report_pipeline.core.worker import extract, stage
 
 
 def run_report(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from report_pipeline.core.settings import TaskSizing
+
 # Work units: declared megapixels plus a fixed cost per image (open, hash, write). Fitted on
 # this 2-core machine from the monthly fixture, reference/chelsea_pdta.pdf and the 4800x3600
 # fixture: ~0.02 s per megapixel and ~0.0017 s per image, so an image costs ~0.1 MP and one
-# unit is ~0.02 s. The default target (400 units, ~8 s of work) keeps each task's two steps
-# (~0.15 s on the sqlite instance) under ~2% of its work.
+# unit is ~0.02 s. The default target (settings.TaskSizing: 400 units, ~8 s of work) keeps each
+# task's two steps (~0.15 s on the sqlite instance) under ~2% of its work.
 IMAGE_COST_MP = 0.1
 
 
@@ -34,7 +36,9 @@ def page_cost(images: int, pixels: int) -> float:
 
 
 def group_pages(
-    counts: list[tuple[int, int]], pages_per_task: int = 0, target_units: float = 400.0
+    counts: list[tuple[int, int]],
+    pages_per_task: int = TaskSizing.pages_per_task,
+    target_units: float = TaskSizing.target_units,
 ) -> list[PageGroup]:
     """Contiguous groups: fixed size when `pages_per_task` > 0, else by estimated work."""
     groups: list[PageGroup] = []

@@ -1,4 +1,4 @@
-"""The two clocks: a short one for working material and a long one for the archive.
+"""The two clocks' deadlines (the clocks themselves, `RetentionPolicy`, are in settings.py).
 
 Deadlines are computed once, when a revision is first archived, and then only read: a retry or a
 rerun reuses the recorded values and can never extend them.
@@ -9,23 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-
-@dataclass(frozen=True)
-class RetentionPolicy:
-    work_minutes: int = 15
-    archive_days: int = 400
-    # The longest a run may hold its working material; past it (plus the short clock) the
-    # janitor removes what an unfinished revision left, and that revision must be rerun.
-    lease_minutes: int = 60
-
-    def __post_init__(self) -> None:
-        if self.work_minutes <= 0 or self.archive_days <= 0 or self.lease_minutes <= 0:
-            raise ValueError("retention periods must be positive")
-
-    @property
-    def unfinished_hold(self) -> timedelta:
-        """How long a revision's working material may be in use by a run: lease + short clock."""
-        return timedelta(minutes=self.lease_minutes + self.work_minutes)
+from report_pipeline.core.settings import RetentionPolicy
 
 
 @dataclass(frozen=True)

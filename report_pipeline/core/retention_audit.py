@@ -14,7 +14,8 @@ from typing import Any
 from report_pipeline.core import audit, deadlines, janitor, keys, untracked
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.keys import archive_prefix, manifest_key, plan_key
-from report_pipeline.core.retention import RetentionPolicy, iso, parse_iso
+from report_pipeline.core.retention import iso, parse_iso
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import Store
 
 DEFAULT_GRACE = timedelta(minutes=10)

@@ -24,10 +24,11 @@ from report_pipeline.core.intake import (
     revision_for,
     stage_stream,
 )
+from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.sources import Entry, ReportRef, ReportSource, newest
 from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import private_workdir
-from report_pipeline.core.worker import WorkerSettings, lease_for
+from report_pipeline.core.worker import lease_for
 
 REVISION_TAG = "report_pipeline/revision"
 REPORT_ID_TAG = "report_pipeline/report_id"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from report_pipeline.core import keys
-from report_pipeline.core.retention import RetentionPolicy
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import ObjectInfo, Store
 
 # The two working-material prefixes (messages.staged_key, messages.work_prefix):

@@ -15,9 +15,9 @@ import magic
 from PIL import Image
 
 from report_pipeline.core import codestream, prefix
-from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import ImageRef
 from report_pipeline.core.quarantine import Quarantined
+from report_pipeline.core.settings import Limits
 
 __all__ = ["Quarantined"]
 CODEC_TYPES = {"DCTDecode": "jpeg", "JPXDecode": "jpx", "FlateDecode": "flate"}

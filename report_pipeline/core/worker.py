@@ -9,7 +9,7 @@ import hashlib
 import json
 import resource
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -17,21 +17,14 @@ from report_pipeline.core import deadlines, keys
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.extract import ImageOutcome
 from report_pipeline.core.intake import (
-    EXTRACTOR_VERSION,
     INSPECTION_FAILED,
-    Limits,
     RefusedInput,
     inspect_pdf,
     report_id_for,
     revision_for,
     stage_stream,
 )
-from report_pipeline.core.isolation import (
-    CpuBudgetExceeded,
-    DecodeSettings,
-    decode_pages,
-    peak_child_rss_kib,
-)
+from report_pipeline.core.isolation import CpuBudgetExceeded, decode_pages, peak_child_rss_kib
 from report_pipeline.core.messages import (
     ExtractedTask,
     PageTask,
@@ -40,18 +33,10 @@ from report_pipeline.core.messages import (
 )
 from report_pipeline.core.pdf_pages import TooManyImages, count_images, open_pdf
 from report_pipeline.core.planning import group_pages, page_cost
-from report_pipeline.core.retention import RetentionPolicy, iso, utc_now
+from report_pipeline.core.retention import iso, utc_now
+from report_pipeline.core.settings import DecodeSettings, TaskSizing, WorkerSettings
 from report_pipeline.core.storage import Store
 from report_pipeline.core.workdir import Lease, new_lease, private_file, private_workdir
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    work_root: Path
-    limits: Limits = field(default_factory=Limits)
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
-    extractor_version: str = EXTRACTOR_VERSION
-    decode: DecodeSettings = field(default_factory=DecodeSettings)
 
 
 def work_deadline(settings: WorkerSettings) -> datetime:
@@ -82,7 +67,8 @@ def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
 
 def stage(
     store: Store, source: Path, source_name: str, month: str, superseded: int,
-    settings: WorkerSettings, owner: str, pages_per_task: int = 0, target_units: float = 400.0,
+    settings: WorkerSettings, owner: str, pages_per_task: int = TaskSizing.pages_per_task,
+    target_units: float = TaskSizing.target_units,
     expected_hash: str = "",
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.

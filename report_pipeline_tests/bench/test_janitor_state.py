@@ -5,7 +5,8 @@ from pathlib import Path
 
 from bench.janitor_state import Spread, build, check_first, check_second
 from report_pipeline.core import janitor
-from report_pipeline.core.retention import RetentionPolicy, utc_now
+from report_pipeline.core.retention import utc_now
+from report_pipeline.core.settings import RetentionPolicy
 
 
 def test_a_small_janitor_state_sweeps_exactly_its_due_items(tmp_path: Path):

@@ -13,10 +13,9 @@ import pytest
 
 from report_pipeline.core import decoder, extract
 from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.isolation import DecodeSettings
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.worker import WorkerSettings
 from report_pipeline_tests.conftest import fixture_pdf
 
 TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")

@@ -9,7 +9,7 @@ from PIL import Image
 
 from fixtures import _encoders as enc
 from report_pipeline.core import predictor, prefix, validation
-from report_pipeline.core.intake import Limits
+from report_pipeline.core.settings import Limits
 from report_pipeline.core.validation import Quarantined
 
 

@@ -5,8 +5,8 @@ import pytest
 from PIL import Image
 
 from report_pipeline.core import validation
-from report_pipeline.core.intake import Limits
 from report_pipeline.core.pdf_pages import ImageRef
+from report_pipeline.core.settings import Limits
 from report_pipeline.core.validation import Quarantined
 
 

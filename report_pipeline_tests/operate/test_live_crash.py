@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from report_pipeline.core import janitor
-from report_pipeline.core.retention import RetentionPolicy
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.workdir import read_lease
 from report_pipeline.graphql_api import GraphQLLauncher

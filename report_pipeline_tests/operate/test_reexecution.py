@@ -16,7 +16,8 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core import retention_audit
-from report_pipeline.core.retention import RetentionPolicy, utc_now
+from report_pipeline.core.retention import utc_now
+from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate import reexec_job

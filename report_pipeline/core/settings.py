@@ -1,0 +1,76 @@
+"""The worker's settings: limits, clocks, task sizing and decoder isolation, one frozen dataclass
+each, with the defaults the embedded deployment runs on.
+
+Standard library only, so the retention side (janitor, audits) can read its clocks without
+importing the PDF stack. `defs/resources.py` turns resource fields into these.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+EXTRACTOR_VERSION = "2"  # 2: every draw by any path, its origin; isolated decoding; new classes
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_report_bytes: int = 256 * 1024 * 1024
+    max_pages: int = 2000
+    max_image_stream_bytes: int = 32 * 1024 * 1024
+    max_image_pixels: int = 64_000_000
+    max_image_side: int = 20_000
+    refuse_repaired: bool = False  # True: a PDF MuPDF opens only by repairing it is `damaged`
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """The two clocks: a short one for working material and a long one for the archive."""
+
+    work_minutes: int = 15
+    archive_days: int = 400
+    # The longest a run may hold its working material; past it (plus the short clock) the
+    # janitor removes what an unfinished revision left, and that revision must be rerun.
+    lease_minutes: int = 60
+
+    def __post_init__(self) -> None:
+        if self.work_minutes <= 0 or self.archive_days <= 0 or self.lease_minutes <= 0:
+            raise ValueError("retention periods must be positive")
+
+    @property
+    def unfinished_hold(self) -> timedelta:
+        """How long a revision's working material may be in use by a run: lease + short clock."""
+        return timedelta(minutes=self.lease_minutes + self.work_minutes)
+
+
+@dataclass(frozen=True)
+class TaskSizing:
+    """Which pages go into one child task (core/planning.py): a fixed number when
+    `pages_per_task` > 0, else groups of about `target_units` of estimated work (~8 s)."""
+
+    pages_per_task: int = 0
+    target_units: float = 400.0
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    processes: int = 0  # pool size; 0: one per core
+    memory_bytes: int = 1536 * 1024 * 1024
+    image_seconds: float = 120.0  # wall time one image may take
+    report_cpu_seconds: float = 1800.0  # CPU a whole report may take, shared out to its tasks
+    min_task_cpu_seconds: float = 60.0  # the least a task gets, whatever its share
+    isolated: bool = True  # False: decode in this process (the benchmark's plain loop only)
+
+    def pool_size(self) -> int:
+        return self.processes or os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    work_root: Path
+    limits: Limits = field(default_factory=Limits)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    extractor_version: str = EXTRACTOR_VERSION
+    decode: DecodeSettings = field(default_factory=DecodeSettings)

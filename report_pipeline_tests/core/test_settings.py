@@ -1,0 +1,42 @@
+"""The settings module and the retention side stay light: no PDF stack behind the clocks."""
+
+import subprocess
+import sys
+
+import pytest
+
+from report_pipeline.core.settings import RetentionPolicy, TaskSizing, WorkerSettings
+
+PDF_STACK = ("pymupdf", "PIL", "magic")
+RETENTION_SIDE = ("janitor", "retention_audit", "audit", "deadlines")
+
+
+def loaded_after_import(*modules: str) -> set[str]:
+    """Top-level packages in sys.modules after importing `modules` in a fresh interpreter."""
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules)
+    code += "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def test_the_retention_side_imports_no_pdf_stack():
+    modules = [f"report_pipeline.core.{name}" for name in RETENTION_SIDE]
+    assert not loaded_after_import(*modules) & set(PDF_STACK)
+
+
+def test_the_settings_module_imports_no_pdf_stack():
+    assert not loaded_after_import("report_pipeline.core.settings") & set(PDF_STACK)
+
+
+def test_the_embedded_defaults_need_no_configuration(tmp_path):
+    settings = WorkerSettings(tmp_path)
+    assert settings.limits.max_pages == 2000 and settings.decode.isolated
+    assert settings.retention == RetentionPolicy(15, 400, 60)
+    assert TaskSizing() == TaskSizing(pages_per_task=0, target_units=400.0)
+
+
+@pytest.mark.parametrize("field", ["work_minutes", "archive_days", "lease_minutes"])
+def test_a_clock_that_is_not_positive_is_refused(field):
+    with pytest.raises(ValueError, match="positive"):
+        RetentionPolicy(**{field: 0})
