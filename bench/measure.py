@@ -25,6 +25,7 @@ from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment import EXECUTOR
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.ops import stage_report_run_config
@@ -78,7 +79,7 @@ def _definitions(tmp: Path, pdf: Path) -> dg.Definitions:
     return dg.Definitions(
         assets=[report_manifest, manifest_table], jobs=[extract_report_job],
         resources=resources,
-        executor=dg.in_process_executor,
+        executor=EXECUTOR,
     )  # fmt: skip
 
 

@@ -1,11 +1,12 @@
-"""The one place the Dagster definitions are assembled. Resources depend on the deployment
-(`REPORT_PIPELINE_DEPLOYMENT`, read here once at load: see defs/deployment.py)."""
+"""The one place the Dagster definitions are assembled, and the one place the executor is set
+(every job inherits it). Resources depend on the deployment (`REPORT_PIPELINE_DEPLOYMENT`, read
+here once at load: see defs/deployment.py)."""
 
 import dagster as dg
 
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.checks import archive_retention_checks
-from report_pipeline.defs.deployment import deployment, resources_for
+from report_pipeline.defs.deployment import EXECUTOR, deployment, resources_for
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
 from report_pipeline.defs.manifest_table import manifest_table
@@ -25,7 +26,7 @@ def build_defs(deployment_name: str) -> dg.Definitions:
         schedules=[cleanup_schedule, retention_audit_schedule],
         sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
         resources=resources_for(deployment_name),
-        executor=dg.in_process_executor,
+        executor=EXECUTOR,
     )
 
 

@@ -49,6 +49,19 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
     assert defs.resolve_sensor_def("overdue_report_sensor").description
 
 
+def test_every_job_runs_on_the_one_executor_set_on_the_definitions():
+    from report_pipeline.defs import jobs
+    from report_pipeline.defs.deployment import EXECUTOR
+
+    own = [jobs.extract_report_job, jobs.cleanup_job, jobs.retention_audit_job]
+    assert [job.executor_def for job in own] == [None] * 3  # set nowhere else: inherited
+    assert defs.executor is EXECUTOR
+    resolved = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}
+    assert {job.name for job in own} <= set(resolved)
+    assert all(executor is EXECUTOR for executor in resolved.values()), resolved
+    assert EXECUTOR.name == "in_process"
+
+
 def test_every_op_has_a_description_for_the_ui():
     asset = defs.resolve_assets_def("report_manifest")
     ops = {node.definition.name: node.definition for node in asset.node_def.node_dict.values()}

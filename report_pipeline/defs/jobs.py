@@ -5,7 +5,7 @@ from report_pipeline.defs.checks import archive_retention_checks
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.manifest_table import manifest_table
 
-# In-process: a step costs ~0.04 s here (bench/README.md), not seconds for a process per step.
+# Every job runs on the Definitions' executor (defs/deployment.py: EXECUTOR, in-process).
 # Partitions run concurrently through the run queue (dagster_home/dagster.yaml). A month's run
 # builds the month's assets and evaluates its per-month checks (declared on report_manifest);
 # the whole-archive checks belong to image_archive and are never part of it.
@@ -17,7 +17,6 @@ RECOVERY_TAGS = {"dagster/retry_strategy": "FROM_FAILURE", "dagster/max_runtime"
 extract_report_job = dg.define_asset_job(
     "extract_report_job",
     selection=dg.AssetSelection.assets(report_manifest, manifest_table),
-    executor_def=dg.in_process_executor,
     tags=RECOVERY_TAGS,
     description="One month: its report_manifest partition (with its checks) and manifest_table.",
 )
@@ -25,7 +24,6 @@ extract_report_job = dg.define_asset_job(
 cleanup_job = dg.define_asset_job(
     "cleanup_job",
     selection=dg.AssetSelection.assets(image_archive).without_checks(),
-    executor_def=dg.in_process_executor,
     tags={"report_pipeline/kind": "retention"},
     description="The janitor: one materialization of image_archive (both clocks enforced).",
 )
@@ -33,7 +31,6 @@ cleanup_job = dg.define_asset_job(
 retention_audit_job = dg.define_asset_job(
     "retention_audit_job",
     selection=dg.AssetSelection.checks(archive_retention_checks),
-    executor_def=dg.in_process_executor,
     description="The whole-archive retention checks on image_archive (materializes nothing).",
     tags={"report_pipeline/kind": "retention"},  # a maintenance slot (dagster_home/dagster.yaml)
 )

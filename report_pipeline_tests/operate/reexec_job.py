@@ -11,6 +11,7 @@ import dagster as dg
 from report_pipeline.core.storage import Store
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment import EXECUTOR
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
@@ -40,5 +41,6 @@ def job() -> dg.JobDefinition:
             "settings": WorkerResource(pages_per_task=PAGES_PER_TASK),
             "checks": CheckSettingsResource(),
         },
+        executor=EXECUTOR,
     )
     return defs.resolve_job_def("extract_report_job")
