@@ -3,8 +3,10 @@
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
-deployment (its container's environment; changing it means restarting the code server). Settings
-inside a resource (roots, buckets, endpoints) are still read when a run uses it.
+deployment (its container's environment; changing it means restarting the code server). Which
+variables are set is decided here too: a set one is wired in as `dg.EnvVar` (its value is read
+when a run uses the resource), an unset one leaves the resource's default (`dg.EnvVar` would
+fail the run instead).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from dagster_aws.s3 import S3PickleIOManager
 
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.resources import (
+    DEFAULT_INBOX,
+    DEFAULT_STORE,
+    DEFAULT_WORK,
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
 
 DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
 LOCAL, PRODUCTION = "local", "production"
@@ -36,12 +45,19 @@ def deployment() -> str:
     return name
 
 
+def env_or(name: str, default: str) -> Any:
+    """`dg.EnvVar(name)` when the variable is set (not empty) as the definitions load, else
+    `default`."""
+    return dg.EnvVar(name) if os.environ.get(name) else default
+
+
 def local_resources() -> dict[str, Any]:
-    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager."""
+    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager.
+    Their roots: REPORT_PIPELINE_INBOX, _STORE and _WORK, else var/inbox, var/store, var/work."""
     return {
-        "inbox": InboxResource(),
-        "store": StoreResource(),
-        "settings": WorkerResource(),
+        "inbox": InboxResource(root=env_or("REPORT_PIPELINE_INBOX", DEFAULT_INBOX)),
+        "store": StoreResource(root=env_or("REPORT_PIPELINE_STORE", DEFAULT_STORE)),
+        "settings": WorkerResource(work_root=env_or("REPORT_PIPELINE_WORK", DEFAULT_WORK)),
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
     }
@@ -54,9 +70,10 @@ def production_resources() -> dict[str, Any]:
     lists the variables). The worker settings, clock and check settings are the local ones."""
     from report_pipeline.defs import s3_resources
 
+    local = local_resources()
     return {
-        **local_resources(),
-        "inbox": s3_resources.production_inbox_resource(),
+        **local,
+        "inbox": s3_resources.production_inbox_resource(local["inbox"]),
         "store": s3_resources.production_store_resource(),
         **s3_io_manager(),
     }
