@@ -60,13 +60,16 @@ def archive(
     """Idempotent: an object already in the archive (same content hash) is not written again."""
     task = extracted.task
     outcomes = json.loads(store.get_bytes(extracted.outcomes_key, mf.JSON_CAP))
-    children, new_objects, placed = [], 0, set()
-    for outcome in outcomes:
-        destination = _destination(extracted, outcome)
-        if destination and destination not in placed:
-            new_objects += store.promote(outcome["work_key"], destination)
-            placed.add(destination)
-        children.append(_child(outcome, task.queued_at, attempt, destination))
+    destinations = [_destination(extracted, outcome) for outcome in outcomes]
+    moves: dict[str, str] = {}  # destination -> work key, once each (one upload per content)
+    for outcome, destination in zip(outcomes, destinations, strict=True):
+        if destination:
+            moves.setdefault(destination, outcome["work_key"])
+    new_objects = sum(store.promote_many([(src, dst) for dst, src in moves.items()]))
+    children = [
+        _child(outcome, task.queued_at, attempt, destination)
+        for outcome, destination in zip(outcomes, destinations, strict=True)
+    ]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
     store.put_bytes(children_key, json.dumps(children).encode())
     store.delete(extracted.outcomes_key)

@@ -39,8 +39,7 @@ def delete_audited(
     objects: list[ObjectInfo],
 ) -> Deletion | None:  # fmt: skip
     """Delete `objects` and record one audit event for them (none when there was nothing)."""
-    for item in objects:
-        store.delete(item.key)
+    store.delete_many([item.key for item in objects])
     if not objects:
         return None
     size = sum(o.size for o in objects)

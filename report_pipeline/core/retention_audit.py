@@ -14,6 +14,7 @@ from typing import Any
 from report_pipeline.core import audit, deadlines, janitor, keys, untracked
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.keys import archive_prefix, manifest_key, plan_key
+from report_pipeline.core.parallel_io import map_io
 from report_pipeline.core.retention import iso, parse_iso
 from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import Store
@@ -179,13 +180,16 @@ def verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: 
     listed = {} if document["state"] == "expired" else _listed(document)
     stored = {keys.IMAGES, keys.QUARANTINE}
     present = {o.key: o for o in store.list(prefix) if keys.parse_archive_key(o.key).kind in stored}
-    for key, expected in listed.items():
-        if key not in present:
-            tally["missing"].append(key)
-            continue
+    tally["missing"] += [key for key in listed if key not in present]
+    found = [key for key in listed if key in present]
+
+    def read(key: str) -> tuple[int, str]:  # the bytes themselves, never a stated checksum
         data = store.get_bytes(key, present[key].size)
-        tally["bytes_verified"] += len(data)
-        if hashlib.sha256(data).hexdigest() != expected:
+        return len(data), hashlib.sha256(data).hexdigest()
+
+    for key, (size, digest) in zip(found, map_io(store, read, found), strict=True):
+        tally["bytes_verified"] += size
+        if digest != listed[key]:
             tally["mismatched"].append(key)
     tally["orphans"] += [k for k in present if k not in listed]
     tally["objects_verified"] += len(listed)

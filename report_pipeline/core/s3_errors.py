@@ -78,6 +78,16 @@ def classify(exc: BaseException, action: str, label: str) -> StorageError | None
     return None
 
 
+def batch_error(action: str, errors: list[dict], prefix_len: int) -> StorageError:
+    """The StorageError for a batch request's per-key failures (DeleteObjects answers 200 and
+    lists them): transient only when every one is; named by the first store key."""
+    codes = [str(error.get("Code", "")) for error in errors]
+    transient = all(code in TRANSIENT_CODES for code in codes)
+    kind = TransientStorageError if transient else PermanentStorageError
+    label = str(errors[0].get("Key", ""))[prefix_len:]
+    return kind(f"S3 {action} {label} failed: {codes[0] or 'error'} ({len(errors)} key(s))")
+
+
 @contextmanager
 def mapped(action: str, label: str) -> Iterator[None]:
     """Turn S3 failures inside the block into Transient/PermanentStorageError."""

@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -71,7 +71,9 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
     def promote(self, src: str, dst: str) -> bool: ...
+    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]: ...
     def delete(self, key: str) -> bool: ...
+    def delete_many(self, keys: Iterable[str]) -> None: ...
     def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
     def list_prefixes(self, prefix: str) -> list[str]: ...
 
@@ -211,6 +213,15 @@ class LocalStore:
                 raise PermanentStorageError(f"missing object {src}") from None
             return False
         return True
+
+    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]:
+        """`promote` for each (src, dst), one after another (S3 batches and overlaps them)."""
+        return [self.promote(src, dst) for src, dst in moves]
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """`delete` for each key, one after another (S3 sends them in batches)."""
+        for key in keys:
+            self.delete(key)
 
     def delete(self, key: str) -> bool:
         """Idempotent: an object that is already gone counts as deleted (returns False)."""

@@ -31,6 +31,7 @@ from report_pipeline.core.messages import (
     RevisionRef,
     StagedReport,
 )
+from report_pipeline.core.parallel_io import BackgroundPuts
 from report_pipeline.core.pdf_pages import TooManyImages, count_images, open_pdf
 from report_pipeline.core.planning import group_pages, page_cost
 from report_pipeline.core.retention import iso, utc_now
@@ -179,8 +180,9 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         mark_work(store, task.ref, settings)  # this task's work objects come later than staging
-        for outcome, key in _decode(store, task, path, settings):
-            records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
+        with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
+            for outcome, key in _decode(uploads, task, path, settings):
+                records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
     records.sort(key=lambda r: (r["page"], r["index"]))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
     store.put_bytes(outcomes_key, json.dumps(records).encode())
@@ -192,7 +194,7 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
 
 
 def _decode(
-    store: Store, task: PageTask, path: Path, settings: WorkerSettings
+    uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings
 ) -> Iterator[tuple[ImageOutcome, str | None]]:
     """Each draw's outcome, located on its page, and the work key of its bytes."""
     known: dict[int, tuple[ImageOutcome, str | None]] = {}
@@ -206,7 +208,7 @@ def _decode(
             else:
                 outcome, key = item.outcome, _work_key(task, item.outcome, item.payload)
                 if key and key not in written and item.payload:
-                    store.put_bytes(key, item.payload)
+                    uploads.put_bytes(key, item.payload)
                     written.add(key)
                 if item.xref:
                     known[item.xref] = (outcome, key)

@@ -25,6 +25,8 @@ OPERATIONS = {
     "get": lambda st: st.get_bytes("archive/r/a.png", 100),
     "exists": lambda st: st.exists("archive/r/a.png"),
     "delete": lambda st: st.delete("archive/r/a.png"),
+    "delete_many": lambda st: st.delete_many(["archive/r/a.png", "archive/r/b.png"]),
+    "promote_many": lambda st: st.promote_many([("work/r/a.png", "archive/r/a.png")]),
     "list": lambda st: list(st.list("archive/r")),
 }
 

@@ -113,6 +113,22 @@ def test_promote_is_idempotent_and_first_writer_wins(any_store):
         any_store.promote("work/missing.png", "archive/missing.png")
 
 
+def test_many_at_once_means_the_same_as_one_at_a_time(any_store):
+    for name in ("a", "b", "c"):
+        any_store.put_bytes(f"work/t/{name}.png", name.encode())
+    any_store.put_bytes("archive/b.png", b"b")  # already archived: it wins, its source goes
+    moves = [(f"work/t/{name}.png", f"archive/{name}.png") for name in ("a", "b", "c")]
+    assert any_store.promote_many(moves) == [True, False, True]
+    assert any_store.promote_many(moves) == [False, False, False]  # a retry after success
+    assert list(any_store.list("work")) == []
+    assert sorted(o.key for o in any_store.list("archive")) == [dst for _, dst in moves]
+    with pytest.raises(PermanentStorageError, match="missing object"):
+        any_store.promote_many([("work/t/gone.png", "archive/gone.png")])
+    any_store.delete_many(["archive/a.png", "archive/nothing.png", "archive/b.png"])
+    any_store.delete_many([])
+    assert [o.key for o in any_store.list("archive")] == ["archive/c.png"]
+
+
 def test_put_if_absent_has_one_winner_among_threads(any_store):
     barrier = threading.Barrier(12)
 

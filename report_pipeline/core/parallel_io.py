@@ -1,0 +1,81 @@
+"""Store calls side by side, for stores that spend their time waiting on the network.
+
+A store that benefits says so with an `io_workers` attribute above 1 (S3Store: one worker per
+pooled connection of its boto3 client, which is thread-safe). Any other store (LocalStore,
+test doubles) has none: its calls run one after another, in the same order, exactly as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def io_workers(store: Any) -> int:
+    return max(1, int(getattr(store, "io_workers", 1)))
+
+
+def map_io(store: Any, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """`[fn(item) for item in items]`, concurrently when the store benefits. Results keep the
+    items' order; the first failure (in that order) is raised once the running calls end, and
+    calls not yet started are dropped (every store call is idempotent, so a retry redoes them)."""
+    items = list(items)
+    workers = min(io_workers(store), len(items))
+    if workers <= 1:
+        return [fn(item) for item in items]
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="store-io")
+    try:
+        return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class BackgroundPuts:
+    """`put_bytes` that may run behind the caller's loop (extraction uploads while it decodes).
+
+    Leaving the `with` block waits for every upload and raises the first failure; a failure
+    seen earlier is raised at the next `put_bytes`. At most two uploads per worker are waiting,
+    so payloads do not pile up in memory. On a store without `io_workers`, `put_bytes` is the
+    store's own, called in place.
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store, workers = store, io_workers(store)
+        self._pool = ThreadPoolExecutor(workers, "store-put") if workers > 1 else None
+        self._slots = threading.BoundedSemaphore(2 * workers)
+        self._pending: list[Future] = []
+        self._failed: BaseException | None = None
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        if self._pool is None:
+            self.store.put_bytes(key, data)
+            return
+        if self._failed is not None:
+            raise self._failed
+        self._slots.acquire()
+        future = self._pool.submit(self.store.put_bytes, key, data)
+        future.add_done_callback(self._done)
+        self._pending.append(future)
+
+    def _done(self, future: Future) -> None:
+        self._slots.release()
+        if not future.cancelled() and future.exception() is not None and self._failed is None:
+            self._failed = future.exception()
+
+    def __enter__(self) -> BackgroundPuts:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if self._pool is None:
+            return
+        try:
+            if exc_type is None:
+                for future in self._pending:
+                    future.result()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)

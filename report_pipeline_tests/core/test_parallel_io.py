@@ -1,0 +1,67 @@
+"""Concurrent store calls (`parallel_io`): side by side only for a store that says it benefits,
+results and failures in the items' order, background uploads all done (or failed) on exit."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from report_pipeline.core.parallel_io import BackgroundPuts, io_workers, map_io
+from report_pipeline.core.s3_store import S3Store
+from report_pipeline.core.storage import LocalStore, TransientStorageError
+
+
+class Recorder:
+    def __init__(self, workers: int, fail: str = "") -> None:
+        self.io_workers, self.fail, self.put = workers, fail, {}
+        self.threads: set[str] = set()
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.threads.add(threading.current_thread().name)
+        if key == self.fail:
+            raise TransientStorageError(f"injected timeout {key}")
+        self.put[key] = data
+
+
+def test_local_store_calls_stay_in_the_caller_in_order(tmp_path):
+    store = LocalStore(tmp_path)
+    assert io_workers(store) == 1
+    seen = []
+    assert map_io(store, lambda n: seen.append(threading.current_thread().name) or n * 2,
+                  range(5)) == [0, 2, 4, 6, 8]  # fmt: skip
+    assert set(seen) == {threading.current_thread().name}
+    with BackgroundPuts(store) as uploads:
+        uploads.put_bytes("work/a.png", b"a")
+        assert store.get_bytes("work/a.png", 10) == b"a"  # written before put_bytes returned
+
+
+def test_calls_overlap_when_the_store_benefits():
+    barrier = threading.Barrier(4, timeout=5)  # passes only if four calls run at once
+    assert map_io(Recorder(4), lambda n: barrier.wait() * 0 + n, range(8)) == list(range(8))
+
+
+def test_the_first_failure_in_order_is_raised():
+    def call(n: int) -> int:
+        if n in {3, 5}:
+            raise TransientStorageError(f"call {n}")
+        return n
+
+    with pytest.raises(TransientStorageError, match="call 3"):
+        map_io(Recorder(4), call, range(8))
+
+
+def test_background_puts_are_all_done_on_exit_or_the_failure_is_raised():
+    store = Recorder(4)
+    with BackgroundPuts(store) as uploads:
+        for n in range(20):
+            uploads.put_bytes(f"work/{n}.png", b"x")
+    assert len(store.put) == 20 and store.threads != {threading.current_thread().name}
+    failing = Recorder(4, fail="work/7.png")
+    with pytest.raises(TransientStorageError, match="work/7.png"), BackgroundPuts(failing) as up:
+        for n in range(20):
+            up.put_bytes(f"work/{n}.png", b"x")
+
+
+def test_s3_store_uses_its_client_pool(s3):
+    assert S3Store(s3.client, s3.bucket).io_workers == 8  # botocore's default pool: 10
