@@ -7,7 +7,6 @@ its environment only (`s3` fixture in conftest.py). Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -16,19 +15,9 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_REGION": "us-east-1",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
+from report_pipeline import local_s3
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+CREDENTIALS = {**local_s3.CREDENTIALS, "AWS_SESSION_TOKEN": "testing"}
 
 
 def client(endpoint: str, attempts: int = 3, timeout: float = 10) -> Any:

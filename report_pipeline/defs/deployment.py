@@ -15,7 +15,6 @@ import os
 from typing import Any
 
 import dagster as dg
-from dagster_aws.s3 import S3PickleIOManager
 
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
@@ -85,6 +84,8 @@ def s3_io_manager() -> dict[str, Any]:
     endpoint as for the store (REPORT_PIPELINE_S3_ENDPOINT, else boto3's AWS_ENDPOINT_URL), region
     and credentials from the environment. Its uploads ask for no encryption: the bucket's default
     encryption (SSE-S3) covers them."""
+    from dagster_aws.s3 import S3PickleIOManager  # ~0.4 s of imports: only when deployed on S3
+
     from report_pipeline.defs.s3_resources import s3_resource_from_env
 
     s3 = s3_resource_from_env(attempts=5)  # botocore retries throttling and 5xx itself
