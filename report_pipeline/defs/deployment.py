@@ -3,10 +3,8 @@
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
-deployment (its container's environment; changing it means restarting the code server). Which
-variables are set is decided here too: a set one is wired in as `dg.EnvVar` (its value is read
-when a run uses the resource), an unset one leaves the resource's default (`dg.EnvVar` would
-fail the run instead).
+deployment (its container's environment; changing it means restarting the code server). Settings
+inside a resource (roots, buckets, endpoints) are still read when a run uses it.
 """
 
 from __future__ import annotations
@@ -18,14 +16,7 @@ import dagster as dg
 
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.resources import (
-    DEFAULT_INBOX,
-    DEFAULT_STORE,
-    DEFAULT_WORK,
-    InboxResource,
-    StoreResource,
-    WorkerResource,
-)
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
 DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
 LOCAL, PRODUCTION = "local", "production"
@@ -44,19 +35,12 @@ def deployment() -> str:
     return name
 
 
-def env_or(name: str, default: str) -> Any:
-    """`dg.EnvVar(name)` when the variable is set (not empty) as the definitions load, else
-    `default`."""
-    return dg.EnvVar(name) if os.environ.get(name) else default
-
-
 def local_resources() -> dict[str, Any]:
-    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager.
-    Their roots: REPORT_PIPELINE_INBOX, _STORE and _WORK, else var/inbox, var/store, var/work."""
+    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager."""
     return {
-        "inbox": InboxResource(root=env_or("REPORT_PIPELINE_INBOX", DEFAULT_INBOX)),
-        "store": StoreResource(root=env_or("REPORT_PIPELINE_STORE", DEFAULT_STORE)),
-        "settings": WorkerResource(work_root=env_or("REPORT_PIPELINE_WORK", DEFAULT_WORK)),
+        "inbox": InboxResource(),
+        "store": StoreResource(),
+        "settings": WorkerResource(),
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
     }
@@ -69,10 +53,9 @@ def production_resources() -> dict[str, Any]:
     lists the variables). The worker settings, clock and check settings are the local ones."""
     from report_pipeline.defs import s3_resources
 
-    local = local_resources()
     return {
-        **local,
-        "inbox": s3_resources.production_inbox_resource(local["inbox"]),
+        **local_resources(),
+        "inbox": s3_resources.production_inbox_resource(),
         "store": s3_resources.production_store_resource(),
         **s3_io_manager(),
     }

@@ -1,12 +1,12 @@
 """Resources: where reports come from, where the archive lives, and the worker's limits.
 
-Every setting has a working default (the embedded default needs no configuration). No resource
-reads the environment itself: defs/deployment.py wires REPORT_PIPELINE_INBOX, _STORE and _WORK
-in with `dg.EnvVar` when they are set.
+Every setting has a working default (the embedded default needs no configuration); environment
+variables are read when a resource is used, never at import time.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -23,7 +23,9 @@ from report_pipeline.core.settings import (
 from report_pipeline.core.sources import LocalInboxSource, ReportSource
 from report_pipeline.core.storage import LocalStore, Store
 
-DEFAULT_INBOX, DEFAULT_STORE, DEFAULT_WORK = "var/inbox", "var/store", "var/work"
+
+def _setting(value: str, env: str, default: str) -> Path:
+    return Path(value or os.environ.get(env) or default)
 
 
 class SourceSpec(dg.Config):
@@ -44,13 +46,15 @@ class InboxResource(dg.ConfigurableResource):
     inbox named `inbox`; `extra_sources` adds local folders or S3 bucket/prefixes. The sensor
     watches them all; a run reads the source its intake chose (or this primary inbox)."""
 
-    root: str = DEFAULT_INBOX
+    root: str = ""  # default: $REPORT_PIPELINE_INBOX or var/inbox
     name: str = "inbox"  # the source's slug; part of every report id
     extra_sources: list[SourceSpec] = []
     settle_seconds: int = 2  # a file changed more recently than this is still arriving
 
     def report_sources(self) -> list[ReportSource]:
-        primary = LocalInboxSource(self.name, Path(self.root or DEFAULT_INBOX))
+        primary = LocalInboxSource(
+            self.name, _setting(self.root, "REPORT_PIPELINE_INBOX", "var/inbox")
+        )
         return [primary, *(_build(spec) for spec in self.extra_sources)]
 
     def source(self, name: str = "") -> ReportSource:
@@ -75,16 +79,16 @@ class StoreResource(dg.ConfigurableResource):
     The production deployment uses `S3StoreResource` (a subclass, same `get_store()`) from
     `production_store_resource()`."""
 
-    root: str = DEFAULT_STORE
+    root: str = ""  # default: $REPORT_PIPELINE_STORE or var/store
 
     def get_store(self) -> Store:
-        return LocalStore(Path(self.root or DEFAULT_STORE))
+        return LocalStore(_setting(self.root, "REPORT_PIPELINE_STORE", "var/store"))
 
 
 class WorkerResource(dg.ConfigurableResource):
     """Limits, retention clocks and task granularity for the workers."""
 
-    work_root: str = DEFAULT_WORK  # keep on encrypted disk
+    work_root: str = ""  # default: $REPORT_PIPELINE_WORK or var/work (keep on encrypted disk)
     max_report_bytes: int = Limits.max_report_bytes
     max_pages: int = Limits.max_pages
     max_image_stream_bytes: int = Limits.max_image_stream_bytes
@@ -107,7 +111,7 @@ class WorkerResource(dg.ConfigurableResource):
             self.max_image_pixels, self.max_image_side, self.refuse_repaired,
         )  # fmt: skip
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
-        root = Path(self.work_root or DEFAULT_WORK)
+        root = _setting(self.work_root, "REPORT_PIPELINE_WORK", "var/work")
         decode = DecodeSettings(
             self.decoders, self.decoder_memory_mib * 2**20, self.decode_image_seconds,
             self.report_cpu_seconds,

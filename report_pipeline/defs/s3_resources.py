@@ -98,12 +98,12 @@ class S3InboxResource(InboxResource):
         return [primary, *(_build(spec) for spec in self.extra_sources)]
 
 
-def production_inbox_resource(local: InboxResource | None = None) -> InboxResource:
+def production_inbox_resource() -> InboxResource:
     """The `inbox` resource of the production deployment: on S3 when REPORT_PIPELINE_INBOX_BUCKET
     is set where the definitions load (which variables are set decides the resource's type;
-    their values are read when it is used), else `local` (the local inbox as wired)."""
+    their values are read when it is used), else the local inbox."""
     if not os.environ.get("REPORT_PIPELINE_INBOX_BUCKET"):
-        return local or InboxResource()
+        return InboxResource()
     return S3InboxResource(
         bucket=dg.EnvVar("REPORT_PIPELINE_INBOX_BUCKET"),
         prefix=_env("REPORT_PIPELINE_INBOX_PREFIX") or "",

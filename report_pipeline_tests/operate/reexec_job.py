@@ -1,6 +1,6 @@
 """`report_manifest`'s job for re-execution tests, rebuilt by `dg.reconstructable` in any
-process (a run worker to kill, a re-execution). Its resources' roots are wired from the
-environment (REPORT_PIPELINE_INBOX/STORE/WORK) as the project's are, and the store
+process (a run worker to kill, a re-execution). Its resources read their roots from the
+environment when used (REPORT_PIPELINE_INBOX/STORE/WORK), as the project's do, and the store
 fails on demand (REEXEC_FAULT="<method>:<failures>", counted in <store>.faults)."""
 
 import os
@@ -11,17 +11,10 @@ import dagster as dg
 from report_pipeline.core.storage import Store
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment import EXECUTOR, env_or
+from report_pipeline.defs.deployment import EXECUTOR
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.resources import (
-    DEFAULT_INBOX,
-    DEFAULT_STORE,
-    DEFAULT_WORK,
-    InboxResource,
-    StoreResource,
-    WorkerResource,
-)
+from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 from report_pipeline_tests.faults import FaultyStore
 
 FAULT = "REEXEC_FAULT"
@@ -43,12 +36,9 @@ def job() -> dg.JobDefinition:
         assets=[report_manifest, manifest_table],
         jobs=[extract_report_job],
         resources={
-            "inbox": InboxResource(root=env_or("REPORT_PIPELINE_INBOX", DEFAULT_INBOX)),
-            "store": FaultOnDemandStore(root=env_or("REPORT_PIPELINE_STORE", DEFAULT_STORE)),
-            "settings": WorkerResource(
-                work_root=env_or("REPORT_PIPELINE_WORK", DEFAULT_WORK),
-                pages_per_task=PAGES_PER_TASK,
-            ),
+            "inbox": InboxResource(),
+            "store": FaultOnDemandStore(),
+            "settings": WorkerResource(pages_per_task=PAGES_PER_TASK),
             "checks": CheckSettingsResource(),
         },
         executor=EXECUTOR,

@@ -46,47 +46,6 @@ def test_the_embedded_default_keeps_the_local_store_and_dagsters_io_manager():
     assert isinstance(resources["store"], StoreResource) and "io_manager" not in resources
 
 
-ROOTS = {"inbox": "REPORT_PIPELINE_INBOX", "store": "REPORT_PIPELINE_STORE",
-         "settings": "REPORT_PIPELINE_WORK"}  # fmt: skip
-
-
-def roots(resources: dict):
-    """The three resources built as a run builds them (dg.EnvVar values read now)."""
-    return dg.build_resources({name: resources[name] for name in ROOTS})
-
-
-def test_unset_roots_keep_the_defaults_and_need_no_configuration(monkeypatch):
-    for variable in ROOTS.values():
-        monkeypatch.delenv(variable, raising=False)
-    with roots(chosen.local_resources()) as built:
-        assert str(built.inbox.source().root) == "var/inbox"
-        assert built.store.root == "var/store"  # (get_store() would create it here)
-        assert str(built.settings.settings().work_root) == "var/work"
-
-
-@pytest.mark.parametrize("name", [chosen.LOCAL, chosen.PRODUCTION])
-def test_set_roots_are_wired_as_env_vars_and_read_when_the_resources_are_built(
-    monkeypatch, tmp_path, name
-):
-    for variable in ROOTS.values():
-        monkeypatch.setenv(variable, "set-at-load")
-    monkeypatch.delenv("REPORT_PIPELINE_INBOX_BUCKET", raising=False)
-    monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", "store-bucket")
-    resources = chosen.resources_for(name)
-    fields = {"inbox": "root", "store": "root", "settings": "work_root"}
-    wired = {key: getattr(resources[key], field) for key, field in fields.items()}
-    assert wired["inbox"] == dg.EnvVar("REPORT_PIPELINE_INBOX")
-    assert wired["settings"] == dg.EnvVar("REPORT_PIPELINE_WORK")
-    for variable in ROOTS.values():  # changed after the load: the run reads the new value
-        monkeypatch.setenv(variable, str(tmp_path / variable))
-    with roots(resources) as built:
-        assert built.inbox.source().root == tmp_path / "REPORT_PIPELINE_INBOX"
-        assert built.settings.settings().work_root == tmp_path / "REPORT_PIPELINE_WORK"
-        if name == chosen.LOCAL:
-            assert wired["store"] == dg.EnvVar("REPORT_PIPELINE_STORE")
-            assert built.store.get_store().root == (tmp_path / "REPORT_PIPELINE_STORE").resolve()
-
-
 def test_production_wires_the_s3_store_inbox_and_io_manager(monkeypatch):
     monkeypatch.setenv("REPORT_PIPELINE_INBOX_BUCKET", "reports-in")
     resources = chosen.resources_for(chosen.PRODUCTION)
