@@ -97,12 +97,20 @@ def bench_report(pdf: Path, scratch: Path, server: Server, endpoint: str, repeat
     return {"name": pdf.name, "rows": rows, "samples": dict(samples)}
 
 
+GOAL = 1.5  # Postgres + S3 run / plain loop on local disk (issue 10)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.production", description=__doc__)
     parser.add_argument("--reports", nargs="+", type=Path,
                         default=[ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"])  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
-    parser.add_argument("--target", type=float, default=1.5)
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help=f"exit 1 if the wall ratio exceeds this (the issue's goal: {GOAL}x)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -127,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{result['name']} (medians of {args.repeat} rounds; paired: per-round ratio)")
         for row, r in result["rows"].items():
             print(f"  {row:<28}{r['median_s']:>8.2f} s{r['paired_ratio']:>8.2f}x plain")
-        if result["rows"]["dagster_production wall_s"]["paired_ratio"] > args.target:
+        ratio = result["rows"]["dagster_production wall_s"]["paired_ratio"]
+        print(f"  goal {GOAL}x: {'met' if ratio <= GOAL else 'NOT met'}")
+        if args.target is not None and ratio > args.target:
             over.append(result["name"])
     record = {"machine": common.machine(), "args": vars(args), "reports": results}
     path = common.write_json(args.out, record, prefix="production-")

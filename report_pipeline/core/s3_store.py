@@ -21,7 +21,6 @@ says what is there: not every S3 API server honours that header on CopyObject (m
 from __future__ import annotations
 
 import io
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -32,10 +31,10 @@ from report_pipeline.core.parallel_io import map_io
 from report_pipeline.core.s3_errors import MappedBody, is_missing, is_precondition_failed, mapped
 from report_pipeline.core.storage import (
     ObjectInfo,
-    OverCap,
     PermanentStorageError,
     check_key,
-    copy_capped,
+    fetch_into,
+    read_capped,
 )
 
 PRIVATE = {"ServerSideEncryption": "AES256"}
@@ -114,25 +113,12 @@ class S3Store:
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         out = io.BytesIO()
         with self._open(key) as body:
-            try:
-                copy_capped(body, out, max_bytes)  # reads until EOF or one piece past the cap
-            except OverCap:
-                raise PermanentStorageError(
-                    f"object {key} is larger than {max_bytes} bytes"
-                ) from None
+            read_capped(key, body, out, max_bytes)  # until EOF or one piece past the cap
         return out.getvalue()
 
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
         """Stream into a private file, counting bytes: the object's stated size is not trusted."""
-        body = self._open(key)
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out, body:
-            try:
-                copy_capped(body, out, max_bytes)
-            except OverCap:
-                raise PermanentStorageError(
-                    f"object {key} is larger than {max_bytes} bytes"
-                ) from None
+        fetch_into(key, self._open(key), dest, max_bytes)
 
     def exists(self, key: str) -> bool:
         return self._head(key) is not None

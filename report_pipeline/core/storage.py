@@ -55,6 +55,22 @@ class PermanentStorageError(StorageError):
     """Missing objects, permissions, full disks: retrying will not help."""
 
 
+def read_capped(key: str, source: BinaryIO, out: BinaryIO, max_bytes: int) -> None:
+    """`copy_capped` from a store object, past the cap the store's permanent error."""
+    try:
+        copy_capped(source, out, max_bytes)
+    except OverCap:
+        raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes") from None
+
+
+def fetch_into(key: str, source: BinaryIO, dest: Path, max_bytes: int) -> None:
+    """Stream `source` into a new private (0600) file, counting bytes: a stated size is never
+    trusted. Closes `source`."""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out, source:
+        read_capped(key, source, out, max_bytes)
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     key: str
@@ -179,14 +195,7 @@ class LocalStore:
             source = open(self._path(key), "rb")  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
             raise PermanentStorageError(f"missing object {key}") from None
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out, source:
-            try:
-                copy_capped(source, out, max_bytes)
-            except OverCap:
-                raise PermanentStorageError(
-                    f"object {key} is larger than {max_bytes} bytes"
-                ) from None
+        fetch_into(key, source, dest, max_bytes)
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
