@@ -13,14 +13,13 @@ import dagster as dg
 
 from report_pipeline.core import month_checks
 from report_pipeline.defs.check_settings import CheckSettingsResource
+from report_pipeline.defs.claiming import UNFINISHED
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.month_checks import OVERDUE_CHECK, check_result
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
 INTERVAL_SECONDS = 3600
-IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
-             dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]  # fmt: skip
 
 
 def _settled(cursor: str | None) -> set[str]:
@@ -30,7 +29,7 @@ def _settled(cursor: str | None) -> set[str]:
 def _in_flight(instance: dg.DagsterInstance, month: str) -> bool:
     """A run of the month is queued or running: look again on the next tick."""
     runs = instance.get_run_records(
-        dg.RunsFilter(tags={"dagster/partition": month}, statuses=IN_FLIGHT), limit=1
+        dg.RunsFilter(tags={"dagster/partition": month}, statuses=UNFINISHED), limit=1
     )
     return bool(runs)
 
