@@ -39,6 +39,7 @@ def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | Non
         "quarantine_reason": outcome["reason"],
         "quarantine_detail": outcome["detail"],
         "object_key": key,
+        "md5": outcome.get("md5") if key else None,  # of the object's bytes, at upload
         "cleanup_lease": outcome["lease"],
         "origin": outcome["origin"],
         "xref": outcome["xref"],

@@ -42,6 +42,9 @@ class ChildRecord:
     cleanup_lease: str
     origin: str  # how the page draws the image: xobject, inline, form/xobject, annotation/…
     xref: int  # the image's PDF object number (0: inline), to compare with `pdfimages -list`
+    # MD5 (hex) of the bytes uploaded to `object_key`, recorded at upload (None before it was
+    # kept): what S3 checked the upload against and lists as the object's ETag
+    md5: str | None = None
 
 
 def percentile(values: list[float], pct: float) -> float:

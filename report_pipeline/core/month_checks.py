@@ -13,7 +13,12 @@ from typing import Any
 from report_pipeline.core import manifest as mf
 from report_pipeline.core.keys import archive_prefix, manifest_key
 from report_pipeline.core.retention import iso
-from report_pipeline.core.retention_audit import CheckOutcome, revisions, verify_revision
+from report_pipeline.core.retention_audit import (
+    CheckOutcome,
+    compared,
+    revisions,
+    verify_revision,
+)
 from report_pipeline.core.storage import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
@@ -42,7 +47,10 @@ def manifest_complete(document: dict[str, Any]) -> CheckOutcome:
 
 
 def archive_matches_manifest(store: Store, document: dict[str, Any]) -> CheckOutcome:
-    """Every object the revision's manifest lists exists with its hash; nothing is unlisted."""
+    """Every object the revision's manifest lists exists with its bytes; nothing is unlisted.
+    On S3 an object is matched by its listed ETag and size against the MD5 and size recorded
+    at upload; otherwise (and whenever they disagree) its bytes are read and hashed
+    (`retention_audit.verify_revision`). The metadata says how many objects went each way."""
     tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
     prefix = archive_prefix(document["report_id"], document["parent_revision"])
@@ -54,7 +62,7 @@ def archive_matches_manifest(store: Store, document: dict[str, Any]) -> CheckOut
         {**_scope(document), "objects_verified": tally["objects_verified"],
          "bytes_verified": tally["bytes_verified"], "missing_objects": len(tally["missing"]),
          "hash_mismatches": len(tally["mismatched"]), "orphan_objects": len(tally["orphans"]),
-         "first_problem": bad[0] if bad else ""},
+         "first_problem": bad[0] if bad else "", **compared(tally)},
     )  # fmt: skip
 
 

@@ -164,35 +164,77 @@ def manifest_complete(found: list[Revision], store: Store, now: datetime) -> Che
     )  # fmt: skip
 
 
-def _listed(document: dict[str, Any]) -> dict[str, str]:
-    """Object key -> expected sha256 for every object the manifest lists."""
+@dataclass(frozen=True)
+class _Expected:
+    sha256: str  # an image's content hash, or the hash quarantine evidence is named by
+    size: int | None  # None: not recorded
+    md5: str | None  # of the bytes uploaded, recorded at upload; None in older manifests
+
+
+def _listed(document: dict[str, Any]) -> dict[str, _Expected]:
+    """Object key -> what it must hold, for every object the manifest lists."""
     listed = {}
     for child in document["children"]:
-        key = child["object_key"]
+        key, md5 = child["object_key"], child.get("md5")
         if key and child["state"] == "archived":
-            listed[key] = child["content_hash"]
+            listed[key] = _Expected(child["content_hash"], child["bytes"], md5)
         elif key and child["state"] == "quarantined":
-            listed[key] = keys.parse_archive_key(key).digest
+            listed[key] = _Expected(keys.parse_archive_key(key).digest, child["stream_bytes"], md5)
     return listed
 
 
+# What `archive_matches_manifest` compared, per object (its metadata counts each).
+BY_LISTING = "objects_matched_by_listing"  # S3: listed ETag = MD5 recorded at upload, and size
+BY_BYTES = "objects_rehashed"  # the bytes read back and their sha256 computed
+
+
 def verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: dict) -> None:
+    """Every listed object is present and holds its bytes; nothing unlisted is stored.
+
+    An object whose listing carries an MD5 (S3: the ETag of a single-part SSE-S3 upload, which
+    S3 computed from the stored bytes after checking them against the Content-MD5 sent) is
+    matched by that MD5 and its size against the manifest's record of the upload: no read. Every
+    other object (LocalStore, manifests without MD5s, and any listing that disagrees) is read
+    back and its sha256 computed: a disagreeing ETag is never a pass, nor a failure on its own.
+    """
     listed = {} if document["state"] == "expired" else _listed(document)
     stored = {keys.IMAGES, keys.QUARANTINE}
     present = {o.key: o for o in store.list(prefix) if keys.parse_archive_key(o.key).kind in stored}
     tally["missing"] += [key for key in listed if key not in present]
     found = [key for key in listed if key in present]
 
-    def read(key: str) -> tuple[int, str]:  # the bytes themselves, never a stated checksum
+    def matches_listing(key: str) -> bool:
+        want, info = listed[key], present[key]
+        return bool(want.md5) and info.md5 == want.md5 and info.size == want.size
+
+    by_listing = [key for key in found if matches_listing(key)]
+    reread = [key for key in found if not matches_listing(key)]
+
+    def read(key: str) -> tuple[int, str]:  # the bytes themselves
         data = store.get_bytes(key, present[key].size)
         return len(data), hashlib.sha256(data).hexdigest()
 
-    for key, (size, digest) in zip(found, map_io(store, read, found), strict=True):
+    for key, (size, digest) in zip(reread, map_io(store, read, reread), strict=True):
         tally["bytes_verified"] += size
-        if digest != listed[key]:
+        if digest != listed[key].sha256:
             tally["mismatched"].append(key)
+    tally["bytes_verified"] += sum(present[key].size for key in by_listing)
+    tally[BY_LISTING] = tally.get(BY_LISTING, 0) + len(by_listing)
+    tally[BY_BYTES] = tally.get(BY_BYTES, 0) + len(reread)
     tally["orphans"] += [k for k in present if k not in listed]
     tally["objects_verified"] += len(listed)
+
+
+def compared(tally: dict[str, Any]) -> dict[str, Any]:
+    """The check's metadata on how objects were compared (see `verify_revision`)."""
+    listing, rehashed = tally.get(BY_LISTING, 0), tally.get(BY_BYTES, 0)
+    ways = []
+    if listing:
+        ways.append(f"{listing} by the listing's ETag (the MD5 S3 checked at upload) and size")
+    if rehashed:
+        ways.append(f"{rehashed} by reading the bytes back and hashing them (sha256)")
+    return {BY_LISTING: listing, BY_BYTES: rehashed,
+            "compared": "; ".join(ways) or "no objects"}  # fmt: skip
 
 
 def archive_matches_manifest(found: list[Revision], store: Store, now: datetime) -> CheckOutcome:
@@ -210,7 +252,8 @@ def archive_matches_manifest(found: list[Revision], store: Store, now: datetime)
         "archive and manifests agree" if not bad else "archive and manifests disagree",
         {"objects_verified": tally["objects_verified"], "bytes_verified": tally["bytes_verified"],
          "missing_objects": len(tally["missing"]), "hash_mismatches": len(tally["mismatched"]),
-         "orphan_objects": len(tally["orphans"]), "first_problem": bad[0] if bad else ""},
+         "orphan_objects": len(tally["orphans"]), "first_problem": bad[0] if bad else "",
+         **compared(tally)},
     )  # fmt: skip
 
 

@@ -76,6 +76,11 @@ class ObjectInfo:
     key: str
     size: int
     modified: float = 0.0  # seconds since the epoch
+    # The hex MD5 of the stored bytes when the store's listing vouches for it, else "". S3: the
+    # ETag of a single-part upload under SSE-S3 (or none), which S3 computes from the bytes it
+    # stored (and, for `put_bytes`, checked against the Content-MD5 sent). LocalStore: always ""
+    # (re-reading a local file is cheap; a caller who needs a digest reads the bytes).
+    md5: str = ""
 
 
 class Store(Protocol):

@@ -181,8 +181,10 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         mark_work(store, task.ref, settings)  # this task's work objects come later than staging
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
-            for outcome, key in _decode(uploads, task, path, settings):
-                records.append({**asdict(outcome), "work_key": key, "lease": lease.lease_until})
+            for outcome, key, md5 in _decode(uploads, task, path, settings):
+                records.append(
+                    {**asdict(outcome), "work_key": key, "md5": md5, "lease": lease.lease_until}
+                )
     records.sort(key=lambda r: (r["page"], r["index"]))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
     store.put_bytes(outcomes_key, json.dumps(records).encode())
@@ -195,10 +197,11 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
 
 def _decode(
     uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings
-) -> Iterator[tuple[ImageOutcome, str | None]]:
-    """Each draw's outcome, located on its page, and the work key of its bytes."""
+) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:
+    """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
+    checks on upload and lists as the ETag; the archive check compares the two)."""
     known: dict[int, tuple[ImageOutcome, str | None]] = {}
-    written: set[str] = set()
+    written: dict[str, str] = {}  # key -> MD5 of the bytes uploaded there
     pages = list(range(task.first_page, task.last_page + 1))
     budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
     try:
@@ -209,11 +212,11 @@ def _decode(
                 outcome, key = item.outcome, _work_key(task, item.outcome, item.payload)
                 if key and key not in written and item.payload:
                     uploads.put_bytes(key, item.payload)
-                    written.add(key)
+                    written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
                 if item.xref:
                     known[item.xref] = (outcome, key)
             place = {"page": item.page, "index": item.index, "origin": item.origin}
-            yield replace(outcome, **place, xref=item.xref), key
+            yield replace(outcome, **place, xref=item.xref), key, written.get(key or "")
     except CpuBudgetExceeded as exc:
         raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "
                            f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip

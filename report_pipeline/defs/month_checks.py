@@ -27,7 +27,10 @@ CHECKS = {
     "manifest_complete": (ERROR, True,
         "archived + quarantined equals expected for the month's revision, every page has a row."),
     "archive_matches_manifest": (ERROR, True,
-        "Every object the month's manifest lists exists with its sha256; no unlisted object."),
+        "Every object the month's manifest lists exists with its bytes; no unlisted object. "
+        "On S3: the listing's ETag and size against the MD5 (checked by S3 at upload) and size "
+        "recorded in the manifest; locally, and whenever they disagree: the bytes re-read and "
+        "their sha256. Metadata `compared` says how many objects went each way."),
     "first_attempt_validation": (WARN, False,
         "Share of image occurrences validated on the first attempt, WARN below "
         "checks.min_first_attempt_pct (default 99%)."),

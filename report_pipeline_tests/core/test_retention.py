@@ -6,7 +6,9 @@ from datetime import timedelta
 import pytest
 
 from report_pipeline.core import audit, janitor, retention_audit
+from report_pipeline.core import manifest as mf
 from report_pipeline.core.retention import parse_iso, utc_now
+from report_pipeline.core.s3_store import S3Store
 from report_pipeline.core.workdir import private_workdir
 from report_pipeline.core.worker import lease_for, stage
 from report_pipeline_tests.conftest import fixture_pdf
@@ -128,6 +130,41 @@ def test_archive_matches_manifest_finds_missing_tampered_and_orphan_objects(
     assert not outcome.passed
     assert (outcome.metadata["hash_mismatches"], outcome.metadata["missing_objects"],
             outcome.metadata["orphan_objects"]) == (1, 1, 1)  # fmt: skip
+
+
+def test_archive_check_reads_no_s3_object_whose_listing_matches_the_upload(
+    run_fixture, store, settings
+):
+    """S3: the listed ETag and size against the MD5 and size recorded at upload, no GET per
+    object; locally (and for any object whose listing disagrees) the bytes are hashed again."""
+    manifest = run_fixture("repeated_image.pdf")
+    objects = {c["object_key"] for c in manifest["children"] if c["object_key"]}
+    assert objects and all(c["md5"] for c in manifest["children"] if c["object_key"])
+    reads = []
+    if isinstance(store, S3Store):
+        store.client.meta.events.register(
+            "before-call.s3.GetObject", lambda params, **_: reads.append(params["url_path"])
+        )
+    outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
+    assert outcome.passed and outcome.metadata["objects_verified"] == len(objects)
+    listing, rehashed = (len(objects), 0) if isinstance(store, S3Store) else (0, len(objects))
+    assert (outcome.metadata["objects_matched_by_listing"],
+            outcome.metadata["objects_rehashed"]) == (listing, rehashed)  # fmt: skip
+    assert not [key for key in reads if "/images/" in key or "/quarantine/" in key]
+    assert "sha256" in outcome.metadata["compared"] or isinstance(store, S3Store)
+
+
+def test_a_recorded_md5_that_disagrees_is_settled_by_the_bytes(run_fixture, store, settings):
+    """A wrong MD5 in the manifest (or an ETag that is not the MD5) neither passes nor fails the
+    check by itself: the object is read back and its sha256 decides."""
+    manifest = run_fixture("repeated_image.pdf")
+    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    for child in manifest["children"]:
+        child["md5"] = "0" * 32 if child["object_key"] else None
+    store.put_bytes(f"{prefix}/manifest.json", mf.dumps(manifest))
+    outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
+    assert outcome.passed and outcome.metadata["objects_matched_by_listing"] == 0
+    assert outcome.metadata["objects_rehashed"] == outcome.metadata["objects_verified"] > 0
 
 
 def test_audit_events_carry_no_bytes_or_paths(run_fixture, store, settings, tmp_path):

@@ -4,6 +4,8 @@ for a lone or crowded folder); per-key failures inside a 200 answer are classifi
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections import Counter
 
 import pytest
@@ -74,3 +76,15 @@ def test_per_key_delete_errors_are_classified(s3, code, kind):
     with pytest.raises(kind, match=f"delete work/t/a.png failed: {code}") as caught:
         store.delete_many(["work/t/a.png", "work/t/b.png"])
     assert s3.endpoint not in str(caught.value)
+
+
+def test_every_write_of_bytes_sends_their_md5(s3):
+    """Content-MD5 on put_bytes and put_if_absent: S3 refuses a body that arrives different
+    (BadDigest), so the ETag a listing returns is the MD5 of the bytes the caller had."""
+    store, sent = S3Store(s3.client, s3.bucket, prefix="pipeline"), []
+    s3.client.meta.events.register(
+        "before-send.s3.PutObject", lambda request, **_: sent.append(request.headers["Content-MD5"])
+    )
+    store.put_bytes("archive/a.png", b"png-a")
+    store.put_if_absent("claims/rev/000001.json", b"{}")
+    assert sent == [base64.b64encode(hashlib.md5(d).digest()) for d in (b"png-a", b"{}")]

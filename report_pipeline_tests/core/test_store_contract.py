@@ -6,6 +6,7 @@ test_retention.py and test_claims.py."""
 
 from __future__ import annotations
 
+import hashlib
 import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -127,6 +128,22 @@ def test_many_at_once_means_the_same_as_one_at_a_time(any_store):
     any_store.delete_many(["archive/a.png", "archive/nothing.png", "archive/b.png"])
     any_store.delete_many([])
     assert [o.key for o in any_store.list("archive")] == ["archive/c.png"]
+
+
+def test_a_listed_md5_is_the_stored_bytes_md5_or_nothing(any_store, tmp_path):
+    """S3 lists the MD5 it computed from the stored bytes (the ETag of a single-part SSE-S3
+    upload); LocalStore lists none (a caller re-reads the bytes)."""
+    source = tmp_path / "report.pdf"
+    source.write_bytes(b"%PDF-1.7 report")
+    any_store.put_bytes("archive/r/rev/images/a.png", b"png-a")
+    any_store.put_if_absent("claims/rev/000001.json", b"{}")
+    any_store.put_file("staged/r/rev.pdf", source)
+    stored = {"archive/r/rev/images/a.png": b"png-a", "claims/rev/000001.json": b"{}",
+              "staged/r/rev.pdf": b"%PDF-1.7 report"}  # fmt: skip
+    listed = {o.key: o.md5 for prefix in ("archive", "claims", "staged")
+              for o in any_store.list(prefix)}  # fmt: skip
+    want = {key: hashlib.md5(data).hexdigest() for key, data in stored.items()}
+    assert listed == (want if isinstance(any_store, S3Store) else dict.fromkeys(stored, ""))
 
 
 def test_put_if_absent_has_one_winner_among_threads(any_store):
