@@ -27,8 +27,8 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import ROOT
-from report_pipeline.core import sources as core_sources
-from report_pipeline.core import watch
+from report_pipeline.core.intake import sources as core_sources
+from report_pipeline.core.intake import watch
 from report_pipeline.defs import sensors
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from bench.common import ROOT, BenchError, machine, write_json
 from bench.janitor_state import Spread, build, check_first, check_second
-from report_pipeline.core import janitor
-from report_pipeline.core.retention import iso, utc_now
+from report_pipeline.core.retention import janitor
+from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import RetentionPolicy
 
 BIG, SMALL = (10_000, 1_000), (1_000, 100)  # (working directories, archived revisions)

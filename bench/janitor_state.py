@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchError
-from report_pipeline.core import deadlines
-from report_pipeline.core import manifest as mf
-from report_pipeline.core.intake import report_id_for
-from report_pipeline.core.janitor import JanitorPass
-from report_pipeline.core.keys import children_key
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.keys import children_key
+from report_pipeline.core.intake.intake import report_id_for
 from report_pipeline.core.messages import RevisionRef
-from report_pipeline.core.retention import deadlines_for, iso, parse_iso
+from report_pipeline.core.retention import deadlines
+from report_pipeline.core.retention.janitor import JanitorPass
+from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.workdir import (
+from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.worker.workdir import (
     LEASE_FILE,
     create_workdir,
     new_lease,

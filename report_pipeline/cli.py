@@ -9,8 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.manifest import quarantine_reasons
+from report_pipeline.core.archive.manifest import quarantine_reasons
+from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.settings import Limits, WorkerSettings
 from report_pipeline.core.wording import plural
 
@@ -115,7 +115,7 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from report_pipeline.core.submission import submit
+    from report_pipeline.core.intake.submission import submit
     from report_pipeline.definitions import defs
     from report_pipeline.defs.ops import stage_report_run_config
     from report_pipeline.defs.partitions import monthly_partitions

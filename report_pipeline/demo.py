@@ -16,8 +16,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.manifest import quarantine_reasons, read
-from report_pipeline.core.storage import Store
+from report_pipeline.core.archive.manifest import quarantine_reasons, read
+from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment
 

@@ -8,9 +8,9 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.s3_store import S3Store
 from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.storage import LocalStore, Store
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import LocalStore, Store
 from report_pipeline_tests import s3 as s3_helpers
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"

@@ -11,12 +11,12 @@ import json
 import stat
 from pathlib import Path
 
-from report_pipeline.core.storage import (
+from report_pipeline.core.storage.store import (
     LocalStore,
     PermanentStorageError,
     TransientStorageError,
 )
-from report_pipeline.core.workdir import LEASE_FILE
+from report_pipeline.core.worker.workdir import LEASE_FILE
 from report_pipeline.defs.resources import StoreResource
 
 

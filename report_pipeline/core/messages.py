@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from report_pipeline.core import keys
+from report_pipeline.core.archive import keys
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core.archive import archive, publish
+from report_pipeline.core.archive.archive import archive, publish
 from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.storage import Store
-from report_pipeline.core.worker import extract, stage
+from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker.worker import extract, stage
 
 
 def run_report(

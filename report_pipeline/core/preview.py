@@ -16,14 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core import janitor
-from report_pipeline.core.manifest import dumps
+from report_pipeline.core.archive.manifest import dumps
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.retention import utc_now
+from report_pipeline.core.retention import janitor
+from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.workdir import private_workdir
-from report_pipeline.core.worker import lease_for
+from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.worker.workdir import private_workdir
+from report_pipeline.core.worker.worker import lease_for
 
 SCRATCH_NAME = "report_pipeline-preview-{uid}"
 _NEW_PRIVATE = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW

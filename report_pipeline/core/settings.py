@@ -47,7 +47,7 @@ class RetentionPolicy:
 
 @dataclass(frozen=True)
 class TaskSizing:
-    """Which pages go into one child task (core/planning.py): a fixed number when
+    """Which pages go into one child task (core/worker/planning.py): a fixed number when
     `pages_per_task` > 0, else groups of about `target_units` of estimated work (~8 s)."""
 
     pages_per_task: int = 0

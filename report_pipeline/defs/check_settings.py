@@ -3,7 +3,7 @@
 import dagster as dg
 from pydantic import Field
 
-from report_pipeline.core.month_checks import Thresholds
+from report_pipeline.core.archive.month_checks import Thresholds
 
 
 class CheckSettingsResource(dg.ConfigurableResource):

@@ -1,4 +1,5 @@
-"""Dagster's side of the revision claims (core/claims.py): runs found by tag on the instance."""
+"""Dagster's side of the revision claims (core/intake/claims.py): runs found by tag on the
+instance."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from report_pipeline.core import claims
+from report_pipeline.core.intake import claims
+from report_pipeline.core.intake.submission import REVISION_TAG
 from report_pipeline.core.messages import StagedReport
-from report_pipeline.core.storage import Store
-from report_pipeline.core.submission import REVISION_TAG
+from report_pipeline.core.storage.store import Store
 
 # Runs that have not finished: a UI launch or backfill among them may not know its revision yet.
 UNFINISHED = [

@@ -12,9 +12,9 @@ from typing import TypeVar
 
 import dagster as dg
 
-from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.policy import MAX_TRIES, Action, Attempt, next_action
-from report_pipeline.core.storage import StorageError
+from report_pipeline.core.storage.store import StorageError
 
 T = TypeVar("T")
 

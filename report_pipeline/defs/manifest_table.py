@@ -11,8 +11,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from report_pipeline.core import manifest as mf
-from report_pipeline.core.keys import manifest_table_key
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.keys import manifest_table_key
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource

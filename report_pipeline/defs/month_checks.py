@@ -13,10 +13,10 @@ from typing import Any
 
 import dagster as dg
 
-from report_pipeline.core import month_checks
-from report_pipeline.core.month_checks import Thresholds
-from report_pipeline.core.retention import parse_iso
-from report_pipeline.core.storage import Store
+from report_pipeline.core.archive import month_checks
+from report_pipeline.core.archive.month_checks import Thresholds
+from report_pipeline.core.retention.retention import parse_iso
+from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.partitions import monthly_partitions
 
 ASSET = "report_manifest"

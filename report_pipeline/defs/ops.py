@@ -3,16 +3,16 @@
 import dagster as dg
 from pydantic import Field
 
-from report_pipeline.core import archive as core_archive
-from report_pipeline.core import worker
-from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
-from report_pipeline.core.retention import utc_now
-from report_pipeline.core.submission import (
+from report_pipeline.core.archive import archive as core_archive
+from report_pipeline.core.intake.submission import (
     REVISION_TAG,
     check_open,
     open_for_run,
     revision_tags,
 )
+from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
+from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.worker import worker
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.claiming import claim_for_run
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.s3_source import S3PrefixSource
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.s3_source import S3PrefixSource
+from report_pipeline.core.intake.sources import LocalInboxSource, ReportSource
 from report_pipeline.core.settings import (
     DecodeSettings,
     Limits,
@@ -20,8 +21,7 @@ from report_pipeline.core.settings import (
     TaskSizing,
     WorkerSettings,
 )
-from report_pipeline.core.sources import LocalInboxSource, ReportSource
-from report_pipeline.core.storage import LocalStore, Store
+from report_pipeline.core.storage.store import LocalStore, Store
 
 
 def _setting(value: str, env: str, default: str) -> Path:
@@ -99,7 +99,7 @@ class WorkerResource(dg.ConfigurableResource):
     archive_days: int = RetentionPolicy.archive_days
     lease_minutes: int = RetentionPolicy.lease_minutes
     pages_per_task: int = TaskSizing.pages_per_task  # 0: group pages by estimated work
-    target_task_units: float = TaskSizing.target_units  # see core/planning.py
+    target_task_units: float = TaskSizing.target_units  # see core/worker/planning.py
     decoders: int = 0  # isolated decoder processes per task; 0: one per core
     decoder_memory_mib: int = DecodeSettings.memory_bytes // 2**20
     decode_image_seconds: float = DecodeSettings.image_seconds

@@ -24,10 +24,10 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import PrivateAttr
 
-from report_pipeline.core.s3_source import S3PrefixSource
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.sources import ReportSource
-from report_pipeline.core.storage import Store
+from report_pipeline.core.intake.s3_source import S3PrefixSource
+from report_pipeline.core.intake.sources import ReportSource
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.resources import InboxResource, StoreResource, _build
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the

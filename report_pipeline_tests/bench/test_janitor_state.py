@@ -4,8 +4,8 @@ pass deletes exactly the due items and a second pass nothing (the checks `make b
 from pathlib import Path
 
 from bench.janitor_state import Spread, build, check_first, check_second
-from report_pipeline.core import janitor
-from report_pipeline.core.retention import utc_now
+from report_pipeline.core.retention import janitor
+from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import RetentionPolicy
 
 

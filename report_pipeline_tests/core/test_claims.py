@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from report_pipeline.core import claims
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.intake import claims
+from report_pipeline.core.storage.store import LocalStore
 
 REVISION = "r" * 64
 T0 = 1_800_000_000.0

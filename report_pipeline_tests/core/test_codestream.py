@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from fixtures import _encoders as enc
-from report_pipeline.core import codestream, prefix, validation
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.validation import Quarantined
+from report_pipeline.core.worker import codestream, prefix, validation
+from report_pipeline.core.worker.validation import Quarantined
 
 
 def jpeg(width=40, height=30, **options) -> bytes:

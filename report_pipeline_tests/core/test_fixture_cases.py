@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput
 
 
 def reasons(manifest):

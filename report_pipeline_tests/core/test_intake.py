@@ -3,16 +3,16 @@ import shutil
 
 import pytest
 
-from report_pipeline.core.intake import (
+from report_pipeline.core.intake.intake import (
     RefusedInput,
     inspect_pdf,
     report_id_for,
     revision_for,
     stage_stream,
 )
+from report_pipeline.core.intake.sources import LocalInboxSource
+from report_pipeline.core.intake.submission import pick
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.sources import LocalInboxSource
-from report_pipeline.core.submission import pick
 from report_pipeline_tests.conftest import fixture_pdf
 
 

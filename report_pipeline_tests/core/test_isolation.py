@@ -11,11 +11,11 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from report_pipeline.core import decoder, extract
-from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import DecodeSettings, WorkerSettings
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.worker import decoder, extract
 from report_pipeline_tests.conftest import fixture_pdf
 
 TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from report_pipeline.core import keys
-from report_pipeline.core.intake import report_id_for, revision_for
+from report_pipeline.core.archive import keys
+from report_pipeline.core.intake.intake import report_id_for, revision_for
 from report_pipeline.core.messages import RevisionRef
 
 REPORT = "inbox-2026-10"

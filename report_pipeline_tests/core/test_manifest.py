@@ -1,8 +1,8 @@
 import pytest
 
-from report_pipeline.core import manifest as mf
+from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.messages import RevisionRef
-from report_pipeline.core.retention import Deadlines
+from report_pipeline.core.retention.retention import Deadlines
 
 REF = RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "1", "rev")
 DEADLINES = Deadlines("2026-10-01T00:15:00.000Z", "2027-11-05T00:00:00.000Z")

@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core import audit, janitor, retention_audit
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.retention import utc_now
-from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.workdir import LEASE_FILE, create_workdir
-from report_pipeline.core.worker import lease_for, stage
+from report_pipeline.core.retention import audit, janitor, retention_audit
+from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.worker.workdir import LEASE_FILE, create_workdir
+from report_pipeline.core.worker.worker import lease_for, stage
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults import Crash, CrashingStore
 

@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 
 from fixtures._paths import PATH_PAGES
-from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.conftest import FIXTURES
 
 REFUSED = {  # fixtures that are refused whole, with the code that accounts for them

@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from fixtures import _encoders as enc
-from report_pipeline.core import predictor, prefix, validation
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.validation import Quarantined
+from report_pipeline.core.worker import predictor, prefix, validation
+from report_pipeline.core.worker.validation import Quarantined
 
 
 def reason(call, *args) -> str:

@@ -5,12 +5,12 @@ from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core import audit, janitor, retention_audit
-from report_pipeline.core import manifest as mf
-from report_pipeline.core.retention import parse_iso, utc_now
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.workdir import private_workdir
-from report_pipeline.core.worker import lease_for, stage
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.retention import audit, janitor, retention_audit
+from report_pipeline.core.retention.retention import parse_iso, utc_now
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.worker.workdir import private_workdir
+from report_pipeline.core.worker.worker import lease_for, stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 MIN = timedelta(minutes=1)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from report_pipeline import local_s3
-from report_pipeline.core.s3_errors import classify
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.storage import PermanentStorageError, TransientStorageError
+from report_pipeline.core.storage.s3_errors import classify
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
 
 

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from report_pipeline.core import s3_store
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.storage import PermanentStorageError, TransientStorageError
+from report_pipeline.core.storage import s3_store
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests.s3 import Raw
 
 

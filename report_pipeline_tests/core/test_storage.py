@@ -2,7 +2,7 @@ import stat
 
 import pytest
 
-from report_pipeline.core.storage import LocalStore, PermanentStorageError
+from report_pipeline.core.storage.store import LocalStore, PermanentStorageError
 
 
 def mode(path) -> int:

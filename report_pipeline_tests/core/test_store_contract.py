@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.storage import LocalStore, PermanentStorageError
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import LocalStore, PermanentStorageError
 
 LAYOUT = {
     "staged/abc/source.pdf": b"%PDF-1.7",

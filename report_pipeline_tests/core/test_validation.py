@@ -4,10 +4,10 @@ import zlib
 import pytest
 from PIL import Image
 
-from report_pipeline.core import validation
-from report_pipeline.core.pdf_pages import ImageRef
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.validation import Quarantined
+from report_pipeline.core.worker import validation
+from report_pipeline.core.worker.pdf_pages import ImageRef
+from report_pipeline.core.worker.validation import Quarantined
 
 
 def ref(filters=("DCTDecode",), width=40, height=30, bpc=8) -> ImageRef:

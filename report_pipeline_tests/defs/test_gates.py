@@ -2,7 +2,7 @@
 
 import json
 
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.storage.store import LocalStore
 from report_pipeline_tests.defs.conftest import events, materialization
 from report_pipeline_tests.faults import FaultyStoreResource
 

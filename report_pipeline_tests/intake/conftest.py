@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.core.sources import LocalInboxSource
+from report_pipeline.core.intake.sources import LocalInboxSource
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.jobs import extract_report_job

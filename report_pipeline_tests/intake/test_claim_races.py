@@ -10,8 +10,8 @@ import time
 import dagster as dg
 import pytest
 
-from report_pipeline.core import claims
-from report_pipeline.core.submission import REVISION_TAG, submit
+from report_pipeline.core.intake import claims
+from report_pipeline.core.intake.submission import REVISION_TAG, submit
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.defs.sensors import new_report_sensor
 

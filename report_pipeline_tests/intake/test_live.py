@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from report_pipeline.cli import main
-from report_pipeline.core.submission import REPORT_ID_TAG, REVISION_TAG
+from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
 from report_pipeline_tests.intake.live import (
     LiveDagster,
     place,

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import dagster as dg
 import pytest
 
-from report_pipeline.core import submission
-from report_pipeline.core.submission import REVISION_TAG
+from report_pipeline.core.intake import submission
+from report_pipeline.core.intake.submission import REVISION_TAG
 from report_pipeline.definitions import defs
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.defs.partitions import monthly_partitions

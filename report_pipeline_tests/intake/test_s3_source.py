@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.s3_source import S3PrefixSource
-from report_pipeline.core.storage import PermanentStorageError, TransientStorageError
-from report_pipeline.core.submission import authorize
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.s3_source import S3PrefixSource
+from report_pipeline.core.intake.submission import authorize
+from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
 

@@ -7,12 +7,12 @@ import dagster as dg
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from report_pipeline.core import watch
-from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.s3_source import S3PrefixSource
+from report_pipeline.core.intake import watch
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.s3_source import S3PrefixSource
+from report_pipeline.core.intake.submission import admit
 from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.storage import TransientStorageError
-from report_pipeline.core.submission import admit
+from report_pipeline.core.storage.store import TransientStorageError
 from report_pipeline.defs.resources import InboxResource
 from report_pipeline.defs.sensors import new_report_sensor
 from report_pipeline_tests import s3 as s3_helpers

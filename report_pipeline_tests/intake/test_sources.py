@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from report_pipeline.core.intake import RefusedInput
-from report_pipeline.core.sources import LocalInboxSource, registered_name
-from report_pipeline.core.submission import authorize, pick
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.sources import LocalInboxSource, registered_name
+from report_pipeline.core.intake.submission import authorize, pick
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from report_pipeline.core.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.submission import REVISION_TAG, submit
 from report_pipeline.core.settings import Limits, WorkerSettings
-from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.submission import REVISION_TAG, submit
+from report_pipeline.core.storage.store import LocalStore
 from report_pipeline_tests.conftest import files_under
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from report_pipeline.core.sources import LocalInboxSource
-from report_pipeline.core.watch import SWEEP_SECONDS, Cursor, changed_heads, record
+from report_pipeline.core.intake.sources import LocalInboxSource
+from report_pipeline.core.intake.watch import SWEEP_SECONDS, Cursor, changed_heads, record
 
 OLD = 1_600_000_000 * 10**9
 

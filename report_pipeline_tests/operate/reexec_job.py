@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.storage import Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment import EXECUTOR

@@ -14,10 +14,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from report_pipeline.core import janitor
+from report_pipeline.core.retention import janitor
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage import LocalStore
-from report_pipeline.core.workdir import read_lease
+from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.worker.workdir import read_lease
 from report_pipeline.graphql_api import GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for

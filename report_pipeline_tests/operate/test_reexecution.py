@@ -15,10 +15,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.core import retention_audit
-from report_pipeline.core.retention import utc_now
+from report_pipeline.core.retention import retention_audit
+from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage import LocalStore
+from report_pipeline.core.storage.store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate import reexec_job
 from report_pipeline_tests.operate.reexec_job import FAULT

@@ -14,8 +14,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.core.s3_store import S3Store
-from report_pipeline.core.storage import Store
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline.local_s3 import CREDENTIALS, private_bucket
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.postgres import Database, production_home, test_database

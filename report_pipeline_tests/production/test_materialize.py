@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from report_pipeline.core.manifest import read
+from report_pipeline.core.archive.manifest import read
 from report_pipeline.definitions import build_defs
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

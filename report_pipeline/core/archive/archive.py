@@ -1,0 +1,143 @@
+"""The archive side: promote validated work into the archive, then publish the manifest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from report_pipeline.core.archive import keys
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.retention import audit, deadlines
+from report_pipeline.core.retention.material import working_objects
+from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso, utc_now
+from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
+from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker.worker import complete_manifest, extract, missing_tasks
+
+
+def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
+    archived = outcome["state"] == "validated"
+    return {
+        "sequence": 0,
+        "page": outcome["page"],
+        "index": outcome["index"],
+        "state": "archived" if archived else "quarantined",
+        "attempts": attempt,
+        "validated_first_attempt": archived and attempt == 1,
+        "queued_at": queued_at,
+        "started_at": outcome["started_at"],
+        "finished_at": iso(utc_now()),
+        "content_hash": outcome["content_hash"],
+        "width": outcome["width"],
+        "height": outcome["height"],
+        "format": "png" if archived else None,
+        "mode": outcome["mode"],
+        "bytes": outcome["png_bytes"],
+        "stream_bytes": outcome["stream_bytes"],
+        "declared_type": outcome["declared_type"],
+        "signature": outcome["signature"],
+        "quarantine_reason": outcome["reason"],
+        "quarantine_detail": outcome["detail"],
+        "object_key": key,
+        "md5": outcome.get("md5") if key else None,  # of the object's bytes, at upload
+        "cleanup_lease": outcome["lease"],
+        "origin": outcome["origin"],
+        "xref": outcome["xref"],
+    }
+
+
+def _destination(extracted: ExtractedTask, outcome: dict[str, Any]) -> str | None:
+    ref, work_key = extracted.task.ref, outcome["work_key"]
+    if work_key is None:
+        return None
+    if outcome["state"] == "validated":
+        return ref.image_key(outcome["content_hash"])
+    return ref.evidence_key(keys.parse_work_key(work_key).digest)
+
+
+def archive(
+    store: Store, extracted: ExtractedTask, attempt: int
+) -> tuple[ArchivedTask, list[dict[str, Any]]]:
+    """Idempotent: an object already in the archive (same content hash) is not written again."""
+    task = extracted.task
+    outcomes = json.loads(store.get_bytes(extracted.outcomes_key, mf.JSON_CAP))
+    destinations = [_destination(extracted, outcome) for outcome in outcomes]
+    moves: dict[str, str] = {}  # destination -> work key, once each (one upload per content)
+    for outcome, destination in zip(outcomes, destinations, strict=True):
+        if destination:
+            moves.setdefault(destination, outcome["work_key"])
+    new_objects = sum(store.promote_many([(src, dst) for dst, src in moves.items()]))
+    children = [
+        _child(outcome, task.queued_at, attempt, destination)
+        for outcome, destination in zip(outcomes, destinations, strict=True)
+    ]
+    children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
+    store.put_bytes(children_key, json.dumps(children).encode())
+    store.delete(extracted.outcomes_key)
+    quarantined = sum(c["state"] == "quarantined" for c in children)
+    archived = len(children) - quarantined
+    result = ArchivedTask(
+        task, children_key, archived, quarantined, new_objects, attempt, extracted.peak_rss_kib
+    )
+    return result, children
+
+
+def complete_plan(
+    store: Store, staged: StagedReport, archived: list[ArchivedTask], settings: WorkerSettings,
+    owner: str,
+) -> list[ArchivedTask]:  # fmt: skip
+    """Extract and archive here every planned task that has no result in `archived`.
+
+    The manifest must account for the plan, not for whatever reached this step. A re-execution
+    from failure of a run whose worker died mid fan-out leaves out the mapped tasks that never
+    started (Dagster selects only steps with a failed or unfinished attempt), and the collected
+    list is then silently short. Both steps are idempotent, so doing them again is safe.
+    """
+    if staged.reused or complete_manifest(store, staged.ref) is not None:
+        return []
+    done = {task.task.task_key for task in archived}
+    return [
+        archive(store, extract(store, task, settings, owner), 1)[0]
+        for task in missing_tasks(store, staged.ref, done)
+    ]
+
+
+def publish(
+    store: Store,
+    staged: StagedReport,
+    archived: list[ArchivedTask],
+    retention: RetentionPolicy,
+) -> tuple[dict[str, Any], bool]:
+    """Write the manifest once; a rerun of the same revision gets the stored one back unchanged.
+
+    Returns the manifest and whether it was reused. Working material (the staged source and any
+    work leftovers) is deleted once the revision is complete.
+    """
+    ref = staged.ref
+    existing = complete_manifest(store, ref)
+    if existing is not None:
+        return existing, True
+    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
+    expected = {int(page): count for page, count in plan["expected"].items()}
+    records = []
+    for task in sorted(archived, key=lambda t: t.task.first_page):
+        records.extend(json.loads(store.get_bytes(task.children_key, mf.JSON_CAP)))
+    now = utc_now()
+    peak = max((task.peak_rss_kib for task in archived), default=0)
+    document = mf.build_manifest(
+        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
+        staged.page_count, staged.repaired,
+    )  # fmt: skip
+    complete = document["state"] == "complete"
+    if complete:  # the long clock's marker first: a complete manifest never lacks one
+        archive_by = parse_iso(document["deadlines"]["archive_delete_by"])
+        deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
+    store.put_bytes(ref.manifest_key, mf.dumps(document))
+    if complete:
+        work_by = parse_iso(document["deadlines"]["work_delete_by"])
+        material = working_objects(store, ref.report_id, ref.revision)
+        audit.delete_audited(
+            store, "working_material", ref.report_id, ref.revision, work_by, now, material
+        )
+    return document, False

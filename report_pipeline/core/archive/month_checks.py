@@ -1,0 +1,131 @@
+"""Per-month checks: one month's published revision, judged from its manifest and the store.
+
+Every figure here covers that one revision, never the whole archive, so a plot across monthly
+partitions compares like with like. Thresholds come from the caller (Dagster settings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.keys import archive_prefix, manifest_key
+from report_pipeline.core.retention.retention import iso
+from report_pipeline.core.retention.retention_audit import (
+    CheckOutcome,
+    compared,
+    revisions,
+    verify_revision,
+)
+from report_pipeline.core.storage.store import Store
+
+ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_first_attempt_pct: float = 99.0
+    max_queue_age_p95_seconds: float = 600.0
+    due_day: int = 5  # a month's report is due archived by the end of this day of the next month
+
+
+def _scope(document: dict[str, Any]) -> dict[str, Any]:
+    return {"month": document["month"], "revision": document["parent_revision"]}
+
+
+def manifest_complete(document: dict[str, Any]) -> CheckOutcome:
+    """archived + quarantined = expected, and every page has its row."""
+    counts = document["counts"]
+    passed = document["state"] in ARCHIVED_STATES
+    text = "every image accounted for" if passed else "some images are unaccounted for"
+    keys = ("expected", "accounted", "archived", "quarantined", "pages_unaccounted")
+    return CheckOutcome(
+        "manifest_complete", passed, text, {**_scope(document), **{k: counts[k] for k in keys}}
+    )
+
+
+def archive_matches_manifest(store: Store, document: dict[str, Any]) -> CheckOutcome:
+    """Every object the revision's manifest lists exists with its bytes; nothing is unlisted.
+    On S3 an object is matched by its listed ETag and size against the MD5 and size recorded
+    at upload; otherwise (and whenever they disagree) its bytes are read and hashed
+    (`retention_audit.verify_revision`). The metadata says how many objects went each way."""
+    tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
+                             "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
+    prefix = archive_prefix(document["report_id"], document["parent_revision"])
+    verify_revision(store, prefix, document, tally)
+    bad = tally["missing"] + tally["mismatched"] + tally["orphans"]
+    return CheckOutcome(
+        "archive_matches_manifest", not bad,
+        "archive and manifest agree" if not bad else "archive and manifest disagree",
+        {**_scope(document), "objects_verified": tally["objects_verified"],
+         "bytes_verified": tally["bytes_verified"], "missing_objects": len(tally["missing"]),
+         "hash_mismatches": len(tally["mismatched"]), "orphan_objects": len(tally["orphans"]),
+         "first_problem": bad[0] if bad else "", **compared(tally)},
+    )  # fmt: skip
+
+
+def first_attempt_validation(document: dict[str, Any], limits: Thresholds) -> CheckOutcome:
+    """The essay's first signal: share of image occurrences validated on the first attempt."""
+    pct = float(document["metrics"]["validated_first_attempt_pct"])
+    passed = pct >= limits.min_first_attempt_pct
+    return CheckOutcome(
+        "first_attempt_validation", passed,
+        f"{pct}% validated on the first attempt (threshold {limits.min_first_attempt_pct}%)",
+        {**_scope(document), "validated_first_attempt_pct": pct,
+         "threshold_pct": limits.min_first_attempt_pct,
+         "images": document["counts"]["accounted"]},
+    )  # fmt: skip
+
+
+def queue_age_p95(document: dict[str, Any], limits: Thresholds) -> CheckOutcome:
+    """The essay's second signal: p95 age of a queued child task when its work started."""
+    age = float(document["metrics"]["queue_age_p95_seconds"])
+    passed = age <= limits.max_queue_age_p95_seconds
+    return CheckOutcome(
+        "queue_age_p95", passed,
+        f"p95 queued child age {age} s (threshold {limits.max_queue_age_p95_seconds} s)",
+        {**_scope(document), "queue_age_p95_seconds": age,
+         "threshold_seconds": limits.max_queue_age_p95_seconds,
+         "decode_peak_rss_mib": round(document["metrics"]["peak_rss_kib"] / 1024, 1)},
+    )  # fmt: skip
+
+
+def due_at(month: str, due_day: int) -> datetime:
+    """When a month's report is overdue: the end of day `due_day` of the next month (UTC)."""
+    year, number = (int(part) for part in month.split("-"))
+    first_of_next = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=UTC)
+    return first_of_next + timedelta(days=due_day)
+
+
+def archived_on_time(
+    month: str, archived_at: datetime | None, now: datetime, limits: Thresholds
+) -> CheckOutcome:
+    """The month's report is archived (at `archived_at`), or not yet due. `hours_before_due`
+    (due time minus archive time, or minus now) is negative when late."""
+    deadline = due_at(month, limits.due_day)
+    passed = archived_at is not None or now < deadline
+    if archived_at is not None:
+        text = "report archived" + ("" if archived_at <= deadline else " after its due time")
+    else:
+        text = "no archived report yet" if passed else f"no report archived for {month}: overdue"
+    return CheckOutcome(
+        "report_archived_on_time", passed, text,
+        {"month": month, "archived": archived_at is not None, "due_by": iso(deadline),
+         "hours_before_due": round((deadline - (archived_at or now)).total_seconds() / 3600, 1)},
+    )  # fmt: skip
+
+
+def is_archived(store: Store, month: str) -> bool:
+    """The month has at least one archived (complete, or since expired) revision in the store."""
+    for report_id, revision in revisions(store, month):
+        document = mf.read(store, manifest_key(report_id, revision))
+        if document and document["state"] in ARCHIVED_STATES:
+            return True
+    return False
+
+
+def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:
+    """The months whose report is due by `now`, oldest first."""
+    return [m for m in months if due_at(m, due_day) <= now]

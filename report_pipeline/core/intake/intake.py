@@ -1,0 +1,160 @@
+"""Intake rules: where a month's report lives, input limits, and the idempotency key.
+
+The report id comes from the source and month, never from a file name, and no file name from a
+source is ever used on the worker or shown in a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import pymupdf
+
+from report_pipeline.core.archive import keys
+from report_pipeline.core.settings import Limits
+from report_pipeline.core.storage import store as storage
+from report_pipeline.core.worker import page_tree
+from report_pipeline.core.worker.workdir import private_file
+
+INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+
+class RefusedInput(Exception):
+    """A report that will not be processed, with a stable code and a message safe to show."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Inspection:
+    pages: int
+    repaired: bool  # MuPDF opened it only by repairing its cross-reference table
+
+
+@dataclass(frozen=True)
+class StagedSource:
+    path: Path
+    sha256: str
+    size: int
+    superseded: int  # other reports in the same month that this revision replaces
+
+
+def check_month(month: str) -> str:
+    if not _MONTH.match(month):
+        raise RefusedInput("bad_month", f"month must look like YYYY-MM, got {month!r}")
+    return month
+
+
+def report_id_for(source_name: str, month: str) -> str:
+    if not _SLUG.match(source_name):
+        raise ValueError(f"source name {source_name!r} is not a slug")
+    return keys.report_id(source_name, check_month(month))
+
+
+def revision_for(report_id: str, source_hash: str, extractor_version: str) -> str:
+    """The idempotency key (report_id, source_hash, extractor_version), hashed to a short id."""
+    key = f"{report_id}\n{source_hash}\n{extractor_version}".encode()
+    return hashlib.sha256(key).hexdigest()[:20]
+
+
+def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
+    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`.
+
+    A file already larger than the cap when opened is refused before any byte is copied."""
+    digest = hashlib.sha256()
+    try:
+        src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
+    except OSError as exc:
+        raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
+    with src:
+        if os.fstat(src.fileno()).st_size > max_bytes:
+            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+        dest = private_file(workdir, ".pdf")
+        with open(dest, "wb") as out:
+            size = copy_capped(src, out, max_bytes, digest)
+    return dest, digest.hexdigest(), size
+
+
+def copy_capped(src: BinaryIO, out: BinaryIO, max_bytes: int, digest=None) -> int:
+    """`storage.copy_capped` for a report: past the cap it is refused as too large."""
+    try:
+        return storage.copy_capped(src, out, max_bytes, digest)
+    except storage.OverCap:
+        raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes") from None
+
+
+def inspect_pdf(path: Path, limits: Limits) -> Inspection:
+    """Check a staged report and return its page count, or refuse it with a clear reason.
+
+    Whatever MuPDF raises while the report is looked at becomes a refusal, never a traceback.
+    """
+    with open(path, "rb") as handle:
+        if b"%PDF-" not in handle.read(1024):
+            raise RefusedInput("not_pdf", "file does not start with a %PDF signature")
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception:  # MuPDF raises several types for files it cannot open, even repaired
+        raise RefusedInput("damaged", "PDF cannot be opened, even by repairing it") from None
+    with doc:
+        try:
+            inspection = _inspect(doc, limits)
+        except RefusedInput:
+            raise
+        except Exception as error:
+            raise RefusedInput(
+                INSPECTION_FAILED, f"PDF could not be inspected ({type(error).__name__})"
+            ) from None
+    if inspection.pages == 0:
+        raise RefusedInput("empty", "PDF has no pages")
+    if inspection.pages > limits.max_pages:
+        raise RefusedInput(
+            "too_many_pages", f"PDF has {inspection.pages} pages; the limit is {limits.max_pages}"
+        )
+    return inspection
+
+
+def is_encrypted(doc: pymupdf.Document) -> bool:
+    """Any encryption, also with an empty user password (MuPDF then opens it silently)."""
+    return bool(doc.needs_pass or doc.is_encrypted) or doc.xref_get_key(-1, "Encrypt")[0] != "null"
+
+
+def _inspect(doc: pymupdf.Document, limits: Limits) -> Inspection:
+    if not doc.is_pdf:
+        raise RefusedInput("not_pdf", "file is not a PDF document")
+    if is_encrypted(doc):
+        raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
+    repaired = bool(doc.is_repaired)
+    if repaired and limits.refuse_repaired:
+        raise RefusedInput(
+            "damaged", "PDF is damaged: it opens only by repairing its cross-reference table"
+        )
+    return Inspection(counted_pages(doc), repaired)
+
+
+def counted_pages(doc: pymupdf.Document) -> int:
+    """The page count, when the page tree's leaves and MuPDF's count (from /Count) agree."""
+    try:
+        tree = page_tree.walk(doc)
+    except page_tree.BadPageTree as bad:
+        raise RefusedInput("bad_page_tree", f"PDF page tree is malformed: {bad}") from None
+    try:
+        counted = doc.page_count
+    except RuntimeError:  # MuPDF refuses a /Count beyond the number of objects
+        counted = None
+    if counted != tree.leaves:
+        declared = tree.declared if counted is None else counted
+        raise RefusedInput(
+            "page_count_mismatch",
+            f"PDF page tree holds {tree.leaves} pages but its /Count says {declared}",
+        )
+    return tree.leaves

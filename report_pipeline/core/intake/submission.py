@@ -1,0 +1,213 @@
+"""Intake, before any run starts: authorize a reference against the configured sources, apply
+the input limits, compute the idempotency key, and find an earlier run of the same revision.
+
+Shared by `new_report_sensor` and `report-pipeline submit`; Dagster-free (the launcher is given).
+A launch is preceded by the revision's claim in the store (core/intake/claims.py), so concurrent
+submits, the sensor and UI launches make one run per revision, whatever the timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from report_pipeline.core.intake import claims
+from report_pipeline.core.intake.intake import (
+    INSPECTION_FAILED,
+    RefusedInput,
+    check_month,
+    inspect_pdf,
+    report_id_for,
+    revision_for,
+    stage_stream,
+)
+from report_pipeline.core.intake.sources import Entry, ReportRef, ReportSource, newest
+from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker.workdir import private_workdir
+from report_pipeline.core.worker.worker import lease_for
+
+REVISION_TAG = "report_pipeline/revision"
+REPORT_ID_TAG = "report_pipeline/report_id"
+SOURCE_HASH_TAG = "report_pipeline/source_hash"
+SOURCE_TAG = "report_pipeline/source"
+# A run in one of these states is the revision's run: a duplicate launches nothing. A FAILED or
+# CANCELED run that holds the revision's claim is reported, not launched again
+# (core/intake/claims.py).
+LIVE_OR_DONE = claims.PREFERRED
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A reference that passed authorization and the input limits."""
+
+    ref: ReportRef
+    month: str
+    report_id: str
+    source_hash: str
+    revision: str  # the idempotency key, hashed: also the sensor's run key
+    size: int
+    pages: int
+    repaired: bool = False  # MuPDF opened it only by repairing its cross-reference table
+
+    def tags(self) -> dict[str, str]:
+        return revision_tags(self.revision, self.report_id, self.source_hash, self.ref.source)
+
+    def stage_config(self) -> dict[str, str]:
+        """`stage_report`'s config: exactly this file, and only with these bytes."""
+        return {
+            "source": self.ref.source,
+            "report_key": self.ref.key,
+            "source_hash": self.source_hash,
+        }
+
+
+def revision_tags(revision: str, report_id: str, source_hash: str, source: str) -> dict[str, str]:
+    """The tags that make a run its revision's run (no path or file name in them)."""
+    return {
+        REVISION_TAG: revision,
+        REPORT_ID_TAG: report_id,
+        SOURCE_HASH_TAG: source_hash,
+        SOURCE_TAG: source,
+    }
+
+
+def check_open(month: str, is_open: Callable[[str], bool]) -> str:
+    """`month` if its partition exists; a month's partition opens when the month ends."""
+    if not is_open(check_month(month)):
+        raise RefusedInput(
+            "unknown_partition",
+            f"{month} is not a monthly partition yet (a month's partition opens when the month "
+            "ends)",
+        )
+    return month
+
+
+def authorize(sources: Sequence[ReportSource], reference: str) -> tuple[ReportSource, ReportRef]:
+    if ".." in reference.replace("\\", "/").split("/"):
+        raise RefusedInput("not_authorized", "reference contains '..' (path traversal)")
+    for source in sources:
+        ref = source.authorize(reference)
+        if ref is not None:
+            return source, ref
+    raise RefusedInput("not_authorized", "reference is outside every configured source")
+
+
+def admit(
+    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+) -> Admission:
+    """Stream the report into a private file with the byte cap, then check %PDF, encryption,
+    structure and page count. Nothing is kept: the private directory goes when this returns.
+
+    Whatever goes wrong on the way (a source that fails mid-read, a decoder error) is a
+    refusal with a code, `inspection_failed` when nothing more specific is known."""
+    try:
+        return _admit(source, ref, month, settings, owner)
+    except RefusedInput:
+        raise
+    except Exception as error:
+        raise RefusedInput(
+            INSPECTION_FAILED, f"report could not be read or inspected ({type(error).__name__})"
+        ) from error
+
+
+def _admit(
+    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+) -> Admission:
+    limits = settings.limits
+    with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
+        with source.opened(ref, workdir, limits.max_report_bytes) as path:
+            staged, digest, size = stage_stream(path, workdir, limits.max_report_bytes)
+        checked = inspect_pdf(staged, limits)
+    report_id = report_id_for(source.name, month)
+    revision = revision_for(report_id, digest, settings.extractor_version)
+    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.repaired)
+
+
+def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:
+    """The entry with `key`, or the month's newest, and how many other reports it holds."""
+    if not entries:
+        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
+    chosen = [e for e in entries if e.ref.key == key] if key else [newest(entries)]
+    if not chosen:
+        raise RefusedInput("report_gone", "the report chosen at intake is no longer there")
+    return chosen[0].ref, len(entries) - 1
+
+
+@contextmanager
+def open_for_run(
+    source: ReportSource, month: str, key: str, settings: WorkerSettings, owner: str
+) -> Iterator[tuple[Path, int]]:
+    """Inside a run: the file chosen at intake (`key`), or the month's newest without one,
+    authorized again. Staging then refuses it if its bytes differ from intake's hash."""
+    ref, superseded = pick(source.entries(month), month, key)
+    max_bytes = settings.limits.max_report_bytes
+    lease = lease_for(settings, owner)
+    with (
+        private_workdir(settings.work_root, lease) as workdir,
+        source.opened(ref, workdir, max_bytes) as path,
+    ):
+        yield path, superseded
+
+
+def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
+    """The run id that makes a new launch a duplicate: a successful run first, else a live one."""
+    for status in LIVE_OR_DONE:
+        for run_id, run_status in runs:
+            if run_status == status:
+                return run_id
+    return None
+
+
+class Launcher(Protocol):
+    def runs_tagged(self, key: str, value: str) -> list[tuple[str, str]]:
+        """(run id, status) of every run with this tag."""
+
+    def launch(self, month: str, stage_config: dict[str, str], tags: dict[str, str]) -> str:
+        """Launch the month's run with `stage_report` config and tags; returns the run id."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    status: str  # "launched", "duplicate" or "failed" (the revision's run failed)
+    run_id: str  # "" only if another claimer was still launching after a wait
+    admission: Admission
+    detail: str = ""  # for "duplicate" and "failed": who holds the revision, in one line
+
+
+def submit(
+    reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
+    is_open: Callable[[str], bool], launcher: Launcher, store: Store,
+) -> Submitted:  # fmt: skip
+    """The intake API: authorize, limit, claim the revision, register the report in its source,
+    launch. Whoever loses the claim reports the run that holds it."""
+    check_open(month, is_open)
+    source, ref = authorize(sources, reference)
+    if ref.month not in (None, month):
+        raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")
+    admission = admit(source, ref, month, settings, "intake/submit")
+    existing = existing_run(launcher.runs_tagged(REVISION_TAG, admission.revision))
+    if existing is not None:  # also finds runs from before claims existed
+        detail = f"revision {admission.revision} already has run {existing}"
+        return Submitted("duplicate", existing, admission, detail)
+
+    def runs_of(token: str) -> list[tuple[str, str]]:
+        return launcher.runs_tagged(claims.CLAIM_TAG, token)
+
+    outcome = claims.acquire(store, admission.revision, "submit", runs_of)
+    if not outcome.won:
+        outcome = claims.await_run(outcome, runs_of)
+        status = "failed" if outcome.failed else "duplicate"
+        return Submitted(status, outcome.run_id, admission, outcome.describe())
+    try:
+        registered = source.register(ref, month, admission.source_hash, admission.size)
+        admission = replace(admission, ref=registered)
+        tags = {**admission.tags(), claims.CLAIM_TAG: outcome.claim.token}
+        run_id = launcher.launch(month, admission.stage_config(), tags)
+    except BaseException:
+        claims.release(store, outcome.claim)
+        raise
+    return Submitted("launched", run_id, admission)

@@ -1,0 +1,182 @@
+"""The janitor: deletes what has outlived its deadline, idempotently, never under a live lease.
+
+Three sweeps, each opening only what is due: private workdirs (hour buckets on the worker's
+disk), working material in the store (the short clock's index), and archived revisions (the
+long clock's index). A fourth lists `staged/` and `work/` directly and removes expired material
+that no marker covers (`untracked`). Every deletion becomes one audit event. "Already gone"
+(a marker whose material was never written, or already deleted) counts as done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.keys import archive_prefix, manifest_key
+from report_pipeline.core.retention import audit, deadlines, untracked
+from report_pipeline.core.retention.audit import Deletion
+from report_pipeline.core.retention.material import working_objects
+from report_pipeline.core.retention.retention import iso
+from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.storage.store import ObjectInfo, Store
+from report_pipeline.core.worker.workdir import BUCKET_FORMAT, named_minute, read_lease
+
+_BUCKET = re.compile(r"^\d{10}$")
+
+
+@dataclass
+class JanitorPass:
+    deletions: list[Deletion] = field(default_factory=list)
+    buckets_opened: int = 0
+    entries_due: int = 0
+    in_use: set[str] = field(default_factory=set)  # revisions whose due entries were kept
+
+    @property
+    def bytes_deleted(self) -> int:
+        return sum(d.bytes for d in self.deletions)
+
+
+def _bucket_end(name: str) -> datetime:
+    return datetime.strptime(name, BUCKET_FORMAT).replace(tzinfo=UTC) + timedelta(hours=1)
+
+
+def dir_size(path: Path) -> tuple[int, int]:
+    files = [Path(d, f) for d, _, names in os.walk(path) for f in names]
+    return sum(f.stat().st_size for f in files if f.exists()), len(files)
+
+
+def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator[tuple]:
+    """(bucket, workdir, deadline) for every workdir whose lease and deadline have elapsed."""
+    if not work_root.is_dir():
+        return
+    current = now.astimezone(UTC).strftime(BUCKET_FORMAT)
+    buckets = sorted(e.name for e in os.scandir(work_root) if _BUCKET.match(e.name))
+    for name in buckets:
+        if name > current:
+            break  # later buckets hold only live or future work
+        stats.buckets_opened += 1
+        bucket = work_root / name
+        for entry in sorted(os.scandir(bucket), key=lambda e: e.name):
+            minute = named_minute(Path(entry.path))
+            if minute is not None and minute * 60 > now.timestamp():
+                continue  # its name says it is not due yet: no need to open the lease
+            lease = read_lease(Path(entry.path))
+            if lease is None:  # crashed before writing its lease: due when the hour is over
+                if now >= _bucket_end(name):
+                    yield bucket, Path(entry.path), _bucket_end(name)
+            elif lease.due(now):
+                yield bucket, Path(entry.path), lease.removable_from()
+
+
+def sweep_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> None:
+    emptied = set()
+    for bucket, workdir, deadline in list(due_workdirs(work_root, now, stats)):
+        size, files = dir_size(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+        stats.deletions.append(
+            audit.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
+        )
+        emptied.add(bucket)
+    for bucket in emptied | _past_buckets(work_root, now):
+        with contextlib.suppress(OSError):
+            bucket.rmdir()  # only when empty
+
+
+def _past_buckets(work_root: Path, now: datetime) -> set[Path]:
+    if not work_root.is_dir():
+        return set()
+    return {
+        work_root / e.name
+        for e in os.scandir(work_root)
+        if _BUCKET.match(e.name) and _bucket_end(e.name) <= now
+    }
+
+
+def revision_material(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
+    """A revision's working material: staged source, work objects and, while it has no complete
+    (or expired) manifest, whatever it put in the archive."""
+    found = working_objects(store, report_id, revision)
+    document = mf.read(store, manifest_key(report_id, revision))
+    if document is None or document["state"] == "incomplete":
+        found += list(store.list(archive_prefix(report_id, revision)))
+    return found
+
+
+def in_use(material: list[ObjectInfo], now: datetime, policy: RetentionPolicy) -> bool:
+    """A run wrote some of it within lease + short clock (a rerun under the same key)."""
+    since = (now - policy.unfinished_hold).timestamp()
+    return any(o.modified > since for o in material)
+
+
+def sweep_working_material(
+    store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
+) -> None:
+    for entry in list(deadlines.due(store, deadlines.WORK, now)):
+        stats.entries_due += 1
+        material = revision_material(store, entry.report_id, entry.revision)
+        if material and in_use(material, now, policy):
+            stats.in_use.add(entry.revision)
+            continue  # keep the entry: look again on a later pass
+        event = audit.delete_audited(
+            store, "working_material", entry.report_id, entry.revision, entry.deadline, now,
+            material,
+        )  # fmt: skip
+        if event:
+            stats.deletions.append(event)
+        store.delete(entry.key)
+
+
+def expire_revision(
+    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
+) -> Deletion | None:
+    """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`)."""
+    key = manifest_key(report_id, revision)
+    objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
+    event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
+    document = mf.read(store, key)
+    if document and document["state"] != "expired":
+        size = sum(o.size for o in objects)
+        store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
+    return event
+
+
+def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:
+    for entry in list(deadlines.due(store, deadlines.ARCHIVE, now)):
+        stats.entries_due += 1
+        event = expire_revision(store, entry.report_id, entry.revision, entry.deadline, now)
+        if event:
+            stats.deletions.append(event)
+        store.delete(entry.key)
+
+
+def sweep_untracked(
+    store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
+) -> None:
+    """Expired staged/work objects the index did not lead to (run after the index's sweep)."""
+    for found in list(untracked.overdue(store, now, policy)):
+        if found.revision in stats.in_use:
+            continue  # the index's sweep keeps it for a run (its archive part is newer)
+        event = audit.delete_audited(
+            store, found.kind, found.report_id, found.revision, found.deadline, now, found.objects
+        )
+        if event:
+            stats.deletions.append(event)
+
+
+def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
+    """One janitor pass at `now` (an injectable clock)."""
+    stats = JanitorPass()
+    sweep_workdirs(work_root, now, stats)
+    for event in stats.deletions:
+        audit.record(store, event)
+    sweep_working_material(store, now, policy, stats)
+    sweep_untracked(store, now, policy, stats)
+    sweep_archive(store, now, stats)
+    return stats

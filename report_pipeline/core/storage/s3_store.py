@@ -1,0 +1,261 @@
+"""The store on S3: the same key space and semantics as `LocalStore`, under `<bucket>/<prefix>/`.
+
+Privacy: every write sends `ServerSideEncryption=AES256` and no ACL, so objects are owned by
+the bucket owner and readable only through IAM. The bucket must also block public access (all
+four Block Public Access settings on) and should have default encryption; this store does not
+change bucket settings.
+
+Writes are idempotent: `put_if_absent` is a PutObject with `If-None-Match: *` (412 Precondition
+Failed means someone else created the key: False); archive keys are content-addressed, so a
+repeated `put_bytes` or `promote` writes the same bytes. Reads stream with the byte cap and
+count what arrives; a stated length is never trusted. Errors are classified by `s3_errors`.
+
+Integrity: `put_bytes` and `put_if_absent` send the body's MD5 (Content-MD5), so S3 stores the
+bytes the caller hashed or refuses them, and a listing gives that MD5 back as the ETag
+(`ObjectInfo.md5`): the archive check compares it with the MD5 recorded at upload instead of
+reading every object again.
+
+Speed: each request waits on the network, so the store says `io_workers` (8, within the boto3
+client's connection pool; the client is thread-safe) and core runs a step's per-object calls
+side by side (`parallel_io`), and asks for less: a batch of moves lists each destination
+folder once (not a HEAD per object), copies what is absent, then deletes the sources with one
+DeleteObjects per 1,000 (not HEAD + DELETE each). A listing, not `If-None-Match` on the copy,
+says what is there: not every S3 API server honours that header on CopyObject (moto ignores it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from report_pipeline.core.storage import s3_errors
+from report_pipeline.core.storage.parallel_io import map_io
+from report_pipeline.core.storage.s3_errors import (
+    MappedBody,
+    is_missing,
+    is_precondition_failed,
+    mapped,
+)
+from report_pipeline.core.storage.store import (
+    ObjectInfo,
+    PermanentStorageError,
+    check_key,
+    fetch_into,
+    read_capped,
+)
+
+PRIVATE = {"ServerSideEncryption": "AES256"}
+_PLAIN_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')  # a single-part upload's ETag: the MD5
+DELETE_BATCH = 1000  # keys per DeleteObjects request
+IO_WORKERS = 8  # concurrent requests per step (see parallel_io), within the client's pool
+
+
+class S3Store:
+    """A private key space in one bucket. `client` is a boto3 S3 client (Dagster builds it from
+    `dagster_aws.s3.S3Resource`; its retries and timeouts are the client's configuration)."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "", page_size: int = 1000) -> None:
+        self.client, self.bucket, self.page_size = client, bucket, page_size
+        self.prefix = f"{check_key(prefix.strip('/'))}/" if prefix.strip("/") else ""
+        self._bucket_seen = False
+        config = getattr(getattr(client, "meta", None), "config", None)
+        pool = getattr(config, "max_pool_connections", None) or IO_WORKERS
+        self.io_workers = max(1, min(IO_WORKERS, int(pool)))
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    def _head(self, key: str) -> dict | None:
+        """The object's metadata, or None if it does not exist (a missing bucket raises)."""
+        with mapped("head", key):
+            try:
+                head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            except Exception as exc:
+                if not is_missing(exc):
+                    raise
+                head = None
+            if head is None and not self._bucket_seen:
+                self._check_bucket()  # a HEAD's 404 does not say whether the bucket is missing
+            self._bucket_seen = True
+            return head
+
+    def _check_bucket(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            if is_missing(exc):
+                raise PermanentStorageError("S3 bucket not found: NoSuchBucket") from None
+            raise
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        with mapped("put", key):
+            self.client.put_object(
+                Bucket=self.bucket, Key=self._key(key), Body=data, **_md5(data), **PRIVATE
+            )
+
+    def put_file(self, key: str, path: Path) -> None:
+        with open(path, "rb") as body, mapped("put", key):
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, **PRIVATE)
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        """True if this call created `key`; False if an object was already there (untouched)."""
+        with mapped("create", key):
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*",
+                    **_md5(data), **PRIVATE,
+                )  # fmt: skip
+            except Exception as exc:
+                if is_precondition_failed(exc):
+                    return False
+                raise
+        return True
+
+    def _open(self, key: str) -> MappedBody:
+        with mapped("get", key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            except Exception as exc:
+                if s3_errors.error_code(exc) == "NoSuchKey":
+                    raise PermanentStorageError(f"missing object {key}") from None
+                raise
+        return MappedBody(body, "read", key)
+
+    def get_bytes(self, key: str, max_bytes: int) -> bytes:
+        out = io.BytesIO()
+        with self._open(key) as body:
+            read_capped(key, body, out, max_bytes)  # until EOF or one piece past the cap
+        return out.getvalue()
+
+    def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
+        """Stream into a private file, counting bytes: the object's stated size is not trusted."""
+        fetch_into(key, self._open(key), dest, max_bytes)
+
+    def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def size(self, key: str) -> int:
+        head = self._head(key)
+        if head is None:
+            raise PermanentStorageError(f"missing object {key}")
+        return int(head["ContentLength"])
+
+    def _place(self, src: str, dst: str, listed: dict[str, set[str]] | None = None) -> bool:
+        """Server-side copy of `src` to `dst` unless `dst` exists (the same content hash: it
+        wins), as a listing of its folder just taken (`listed`) or else a HEAD says. True when
+        this call placed the object. The source is left for the caller."""
+        folder = dst.rpartition("/")[0]
+        if listed and folder in listed:
+            if dst in listed[folder]:
+                return False
+        elif self._head(dst) is not None:
+            return False
+        source = {"Bucket": self.bucket, "Key": self._key(src)}
+        with mapped("copy", f"{src} to {dst}"):
+            try:
+                self.client.copy_object(
+                    Bucket=self.bucket, Key=self._key(dst), CopySource=source, **PRIVATE
+                )
+            except Exception as exc:
+                if s3_errors.error_code(exc) != "NoSuchKey":
+                    raise
+                if self._head(dst) is None:  # a concurrent promote of the same object is fine
+                    raise PermanentStorageError(f"missing object {src}") from None
+                return False
+        return True
+
+    def promote(self, src: str, dst: str) -> bool:
+        """Move work material into place (HEAD, server-side copy, delete); a destination that
+        already exists wins (same content hash). True when this call placed the object."""
+        return self.promote_many([(src, dst)])[0]
+
+    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]:
+        """`promote` for each (src, dst): the copies side by side, then the sources deleted in
+        batches. A failure leaves every source in place, so a retry finds what it needs. Two
+        movers of one destination at once may both copy it (the same bytes) and both say True,
+        as two HEAD-then-COPY moves could before."""
+        listed = self._listed([dst for _, dst in moves])
+        placed = map_io(self, lambda move: self._place(*move, listed), moves)
+        self.delete_many([src for src, _ in moves])
+        return placed
+
+    def _listed(self, keys: Sequence[str]) -> dict[str, set[str]]:
+        """What the folders of `keys` hold, one listing each (a request per 1,000 objects instead
+        of a HEAD per key), for folders with several of `keys` and not many more objects."""
+        wanted = Counter(key.rpartition("/")[0] for key in keys)
+        listed = {}
+        for folder in (folder for folder, count in wanted.items() if count > 1):
+            found: set[str] = set()
+            for page in self._pages(folder):
+                found.update(item["Key"][len(self.prefix) :] for item in page.get("Contents", []))
+                if len(found) > 2 * wanted[folder] + self.page_size:
+                    break  # a crowded folder: HEAD its keys instead
+            else:
+                listed[folder] = found
+        return listed
+
+    def delete(self, key: str) -> bool:
+        """Idempotent: an object that is already gone counts as deleted (returns False)."""
+        if self._head(key) is None:
+            return False
+        with mapped("delete", key):
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        return True
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """Idempotent, like `delete`: DeleteObjects, up to 1,000 keys a request (S3's limit)."""
+        keys = list(keys)
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = keys[start : start + DELETE_BATCH]
+            label = f"{batch[0]} and {len(batch) - 1} more" if len(batch) > 1 else batch[0]
+            objects = [{"Key": self._key(key)} for key in batch]
+            with mapped("delete", label):
+                answer = self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True}
+                )
+            if errors := answer.get("Errors"):
+                raise s3_errors.batch_error("delete", errors, len(self.prefix))
+
+    def _pages(self, prefix: str, **params: Any) -> Iterator[dict]:
+        full = self.prefix + (f"{check_key(prefix.strip('/'))}/" if prefix.strip("/") else "")
+        paginator = self.client.get_paginator("list_objects_v2")
+        with mapped("list", prefix or "/"):
+            pages = paginator.paginate(
+                Bucket=self.bucket, Prefix=full, PaginationConfig={"PageSize": self.page_size},
+                **params,
+            )  # fmt: skip
+            yield from pages
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Each object with its size, time and, when its ETag is a single-part upload's, the MD5
+        S3 computed from the bytes it stored (every write here is single-part, SSE-S3)."""
+        for page in self._pages(prefix):
+            for item in page.get("Contents", []):
+                key = item["Key"][len(self.prefix) :]
+                etag = _PLAIN_ETAG.match(str(item.get("ETag", "")))
+                yield ObjectInfo(
+                    key, int(item["Size"]), item["LastModified"].timestamp(),
+                    etag.group(1) if etag else "",
+                )  # fmt: skip
+
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The next level of `prefix/` (a delimiter listing), without descending."""
+        return sorted(
+            common["Prefix"][len(self.prefix) :].rstrip("/")
+            for page in self._pages(prefix, Delimiter="/")
+            for common in page.get("CommonPrefixes", [])
+        )
+
+
+def _md5(data: bytes) -> dict[str, str]:
+    """Content-MD5 for a PutObject: S3 refuses the upload (BadDigest) if the bytes it received
+    differ, and the object's ETag is then this MD5 (single part, SSE-S3), which a listing returns
+    (`ObjectInfo.md5`). moto 5.2 does not check the header; AWS S3 does."""
+    digest = hashlib.md5(data, usedforsecurity=False).digest()
+    return {"ContentMD5": base64.b64encode(digest).decode()}

@@ -1,0 +1,177 @@
+"""What the bytes of an image stream are, and the size their own header declares.
+
+Pure Python, no decoding: signatures are checked by structure where the format has an exact one
+(zlib header, JPEG SOI, J2K SOC+SIZ or the JP2 signature box, a JBIG2 segment header, the
+ASCIIHex/ASCII85 alphabets); sizes come from JPEG SOFn, JPX SIZ and the JBIG2 page information
+segment. Short input raises Quarantined("truncated"), nonsense raises Quarantined("undecodable").
+"""
+
+from __future__ import annotations
+
+from report_pipeline.core.worker.quarantine import Quarantined
+
+ALIASES = {
+    "AHx": "ASCIIHexDecode", "A85": "ASCII85Decode", "LZW": "LZWDecode", "Fl": "FlateDecode",
+    "RL": "RunLengthDecode", "CCF": "CCITTFaxDecode", "DCT": "DCTDecode",
+}  # fmt: skip
+JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
+J2K_SOC_SIZ = b"\xff\x4f\xff\x51"
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+_STANDALONE = {0x01, *range(0xD0, 0xD8)}
+_WHITESPACE = b"\x00\t\n\x0c\r "
+_HEX = b"0123456789abcdefABCDEF"
+_A85 = bytes(range(33, 118)) + b"z"
+JBIG2_TYPES = {0, 4, 6, 7, 16, 20, 22, 23, 36, 38, 39, 40, 42, 43, 48, 49, 50, 51, 52, 53, 62}
+JBIG2_REGIONS = {6, 7, 22, 23, 36, 38, 39, 42, 43}
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
+def _be(data: bytes, at: int, size: int, what: str) -> int:
+    if at + size > len(data):
+        raise Quarantined("truncated", f"{what}: stream ends inside the header")
+    return int.from_bytes(data[at : at + size], "big")
+
+
+def _only(data: bytes, alphabet: bytes, end: bytes) -> bool:
+    body = data.split(end, 1)[0]
+    if body.startswith(b"<~") and end == b"~>":
+        body = body[2:]
+    return not body.translate(None, alphabet + _WHITESPACE)
+
+
+def _zlib_header(data: bytes) -> bool:
+    return (
+        len(data) >= 2
+        and data[0] & 0x0F == 8
+        and data[0] >> 4 <= 7
+        and ((data[0] << 8) | data[1]) % 31 == 0
+    )
+
+
+def _jbig2_plausible(data: bytes) -> bool:
+    try:
+        kind, _, _ = jbig2_segment(data, 0)
+    except Quarantined:
+        return False
+    return kind in JBIG2_TYPES
+
+
+def sniff(codec: str, data: bytes) -> str | None:
+    """The type name when ``data`` has the structure ``codec`` needs, else None.
+
+    Raises KeyError for a codec without an exact structure check (CCITT, LZW, RunLength, raw).
+    """
+    checks = {
+        "DCTDecode": lambda: "image/jpeg" if data[:3] == b"\xff\xd8\xff" else None,
+        "JPXDecode": lambda: (
+            "image/jp2" if data.startswith(JP2_SIGNATURE)
+            else "image/x-jp2-codestream" if data.startswith(J2K_SOC_SIZ) else None
+        ),
+        "FlateDecode": lambda: "application/zlib" if _zlib_header(data) else None,
+        "JBIG2Decode": lambda: "image/x-jbig2" if _jbig2_plausible(data) else None,
+        "ASCIIHexDecode": lambda: "text/x-asciihex" if _only(data, _HEX, b">") else None,
+        "ASCII85Decode": lambda: "text/x-ascii85" if _only(data, _A85, b"~>") else None,
+    }  # fmt: skip
+    return checks[canonical(codec)]()
+
+
+def jpeg_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the first SOFn frame header; height 0 (defined by DNL) is kept."""
+    i = 2
+    while True:
+        while i < len(data) and data[i] != 0xFF:  # libjpeg skips extraneous bytes too
+            i += 1
+        while i < len(data) and data[i] == 0xFF:
+            i += 1
+        marker = _be(data, i, 1, "JPEG marker")
+        i += 1
+        if marker in _STANDALONE:
+            continue
+        if marker in {0xD9, 0xDA}:
+            raise Quarantined("undecodable", "JPEG has no frame header (SOF) before its scan")
+        length = _be(data, i, 2, "JPEG segment")
+        if marker in _SOF:
+            return _be(data, i + 5, 2, "JPEG SOF"), _be(data, i + 3, 2, "JPEG SOF")
+        if length < 2:
+            raise Quarantined("undecodable", f"JPEG segment length {length}")
+        i += length
+
+
+def _siz(data: bytes, at: int) -> tuple[int, int]:
+    if len(data) < at + 4:
+        raise Quarantined("truncated", "JPX stream ends before its SIZ marker")
+    if data[at : at + 4] != J2K_SOC_SIZ:
+        raise Quarantined("undecodable", "JPX codestream does not start with SOC and SIZ")
+    x, y, x0, y0 = (_be(data, at + 8 + 4 * k, 4, "JPX SIZ") for k in range(4))
+    return x - x0, y - y0
+
+
+def jpx_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of the image area from SIZ, in a raw codestream or JP2's jp2c box."""
+    if not data.startswith(JP2_SIGNATURE):
+        return _siz(data, 0)
+    i = 0
+    while i + 8 <= len(data):
+        length, kind, header = _be(data, i, 4, "JP2 box"), data[i + 4 : i + 8], 8
+        if length == 1:
+            length, header = _be(data, i + 8, 8, "JP2 box"), 16
+        elif length == 0:
+            length = len(data) - i
+        if length < header:
+            raise Quarantined("undecodable", f"JP2 box {kind!r} has length {length}")
+        if kind == b"jp2c":
+            return _siz(data, i + header)
+        i += length
+    raise Quarantined("truncated", "JP2 file ends before its codestream (jp2c) box")
+
+
+def jbig2_segment(data: bytes, i: int) -> tuple[int, int, int]:
+    """(type, data offset, data length) of the segment header at ``i`` (embedded stream)."""
+    number, flags = _be(data, i, 4, "JBIG2 segment"), _be(data, i + 4, 1, "JBIG2 segment")
+    count, j = _be(data, i + 5, 1, "JBIG2 segment") >> 5, i + 6
+    if count == 7:
+        count = _be(data, i + 5, 4, "JBIG2 segment") & 0x1FFFFFFF
+        j = i + 9 + (count + 8) // 8
+    elif count > 4:
+        raise Quarantined("undecodable", f"JBIG2 referred-to segment count {count}")
+    j += count * (1 if number <= 256 else 2 if number <= 65536 else 4)
+    j += 4 if flags & 0x40 else 1
+    kind = flags & 0x3F
+    if kind not in JBIG2_TYPES:
+        raise Quarantined("undecodable", f"JBIG2 segment type {kind}")
+    return kind, j + 4, _be(data, j, 4, "JBIG2 segment")
+
+
+def jbig2_size(data: bytes) -> tuple[int, int | None]:
+    """(width, height) from the page information segment; height None when striped/unknown.
+
+    Every region segment before that page's end must fit in the page.
+    """
+    i, page = 0, None
+    while i < len(data):
+        kind, start, length = jbig2_segment(data, i)
+        if kind == 48:
+            width, height = _be(data, start, 4, "JBIG2 page"), _be(data, start + 4, 4, "JBIG2 page")
+            page = (width, None if height == 0xFFFFFFFF else height)
+        elif kind in JBIG2_REGIONS and page:
+            _check_region(data, start, page)
+        if kind in {49, 51} or length == 0xFFFFFFFF:
+            break
+        i = start + length
+    if page is None:
+        raise Quarantined("undecodable", "JBIG2 stream has no page information segment")
+    return page
+
+
+def _check_region(data: bytes, start: int, page: tuple[int, int | None]) -> None:
+    width, height = _be(data, start, 4, "JBIG2 region"), _be(data, start + 4, 4, "JBIG2 region")
+    if width > page[0] or (page[1] is not None and height > page[1]):
+        raise Quarantined(
+            "dimension_mismatch", f"JBIG2 region {width}x{height} exceeds its page {page}"
+        )
+
+
+SIZES = {"DCTDecode": jpeg_size, "JPXDecode": jpx_size, "JBIG2Decode": jbig2_size}

@@ -1,0 +1,164 @@
+"""Every image a page draws, by any path, found by MuPDF's own content-stream interpreter.
+
+A page draws images through its content stream (`Do` of an image XObject, inline `BI … ID …
+EI`), through form XObjects (nested), tiling patterns, soft-mask groups, Type3 glyph procedures,
+and the normal appearance streams of its annotations and form fields. `DrawFinder` is a MuPDF
+content processor that records each of them, in drawing order, with the path that led to it
+(`origin`: "xobject", "inline", "form/xobject", "annotation/form/inline", …). Nothing is
+decoded: image XObjects are looked up by name, inline images are MuPDF's parsed objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pymupdf
+from pymupdf import mupdf
+
+from report_pipeline.core.worker.type3 import Type3Glyphs
+
+MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
+_CONTAINERS = ("Pattern", "XObject", "Font")
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One image drawn: an image XObject (xref > 0) or an inline image (MuPDF's image)."""
+
+    origin: str
+    xref: int
+    inline: object = None  # mupdf.FzImage for inline images
+
+
+class TooManyDraws(Exception):
+    """A page draws more images than the limit allows."""
+
+
+class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
+    def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
+        super().__init__()
+        for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
+                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf"):  # fmt: skip
+            getattr(self, f"use_virtual_{op}")()
+        self.doc, self.limit = doc, limit
+        self.draws: list[Draw] = []
+        self.path: list[str] = []
+        self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
+        self.resources: list[mupdf.PdfObj] = []
+        self.overflow = False
+        self.broken_streams = 0
+
+    # -- resources ---------------------------------------------------------------------------
+    def push_resources(self, ctx, res) -> None:
+        self.resources.append(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(res)))
+
+    def pop_resources(self, ctx):
+        if self.resources:
+            self.resources.pop()
+        return None
+
+    def _lookup(self, kind: str, name: str) -> mupdf.PdfObj | None:
+        if not self.resources:
+            return None
+        table = mupdf.pdf_dict_gets(self.resources[-1], kind)
+        obj = mupdf.pdf_dict_gets(table, name) if table.m_internal else table
+        return obj if obj.m_internal else None
+
+    # -- what is drawn ---------------------------------------------------------------------
+    def _record(self, kind: str, xref: int, inline: object = None) -> None:
+        if len(self.draws) >= self.limit:
+            self.overflow = True
+            return
+        self.draws.append(Draw("/".join([*self.path, kind]), xref, inline))
+
+    def op_Do_image(self, ctx, name, image) -> None:
+        obj = self._lookup("XObject", name)
+        self._record("xobject", mupdf.pdf_to_num(obj) if obj else 0)
+
+    def op_BI(self, ctx, image, colorspace_name) -> None:
+        self._record("inline", 0, mupdf.FzImage(mupdf.ll_fz_keep_image(image)))
+
+    def op_Do_form(self, ctx, name, form) -> None:
+        self.run("form", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)))
+
+    def op_gs_SMask(self, ctx, smask, cs, bc, luminosity, tr) -> None:
+        self.run("softmask", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(smask)))
+
+    def op_sc_pattern(self, ctx, name, pat, n, color) -> None:
+        pattern = self._lookup("Pattern", name)
+        if pattern and mupdf.pdf_dict_get_int(pattern, mupdf.PDF_ENUM_NAME_PatternType) == 1:
+            self.run("pattern", pattern)
+
+    op_SC_pattern = op_sc_pattern
+
+    # -- running streams -------------------------------------------------------------------
+    def run(self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None) -> None:
+        """Interpret `stream` (a form, pattern, glyph or page content) with its own resources,
+        falling back to the current ones, as MuPDF's renderer does."""
+        number = mupdf.pdf_to_num(stream)
+        if self.overflow or len(self.path) >= MAX_NESTING or (number and number in self.active):
+            return
+        if resources is None or not resources.m_internal:
+            resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
+        if not resources.m_internal and self.resources:
+            resources = self.resources[-1]
+        self.path.append(kind)
+        self.active.append(number)
+        try:
+            self.process(lambda: self.interpret(resources, stream))
+        finally:
+            self.active.pop()
+            self.path.pop()
+
+    def interpret(self, resources: mupdf.PdfObj, stream: mupdf.PdfObj) -> None:
+        mupdf.pdf_process_contents(self, self.doc, resources, stream, mupdf.FzCookie())
+
+    def process(self, call) -> None:
+        """A broken stream stops where MuPDF's renderer stops too; what it drew before counts."""
+        try:
+            call()
+        except mupdf.FzErrorBase:
+            self.broken_streams += 1
+
+
+def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> list[Draw]:
+    """Every image the page draws (1-based page number), in order; raises TooManyDraws past
+    `limit` draws."""
+    page = doc[page_number - 1]
+    pdf_page = mupdf.pdf_page_from_fz_page(page.this)
+    finder = DrawFinder(pdf_page.doc(), limit)
+    contents = mupdf.pdf_page_contents(pdf_page)
+    if contents.m_internal:
+        _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
+    for annot in _annotations(pdf_page):
+        finder.path.append("annotation")
+        try:
+            finder.process(lambda a=annot: mupdf.pdf_process_annot(finder, a, mupdf.FzCookie()))
+        finally:
+            finder.path.pop()
+    finder.process(lambda: mupdf.pdf_close_processor(finder))
+    if finder.overflow:
+        raise TooManyDraws(f"page {page_number} draws more than {limit} images")
+    return finder.draws
+
+
+def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
+    finder.resources.append(resources)
+    finder.process(
+        lambda: mupdf.pdf_process_contents(
+            finder, finder.doc, resources, contents, mupdf.FzCookie()
+        )
+    )
+
+
+def _annotations(pdf_page: mupdf.PdfPage) -> list[mupdf.PdfAnnot]:
+    found = []
+    for first, following in (
+        (mupdf.pdf_first_annot, mupdf.pdf_next_annot),
+        (mupdf.pdf_first_widget, mupdf.pdf_next_widget),
+    ):
+        annot = first(pdf_page)
+        while annot.m_internal:
+            found.append(annot)
+            annot = following(annot)
+    return found

@@ -1,0 +1,180 @@
+"""The worker's unit of work: one image occurrence in, a validated PNG or a quarantine out.
+
+Used unchanged by the Dagster ops, the preview command and the benchmark's plain loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image
+
+from report_pipeline.core.retention.retention import iso, utc_now
+from report_pipeline.core.settings import Limits
+from report_pipeline.core.worker import inline, normalize, validation
+from report_pipeline.core.worker.pdf_pages import (
+    ImageRef,
+    components_of,
+    filters_of,
+    flate_predictor,
+)
+from report_pipeline.core.worker.validation import Quarantined
+
+_TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
+_PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
+_PARMS_ITEM = re.compile(r"<<.*?>>|null|\d+\s+\d+\s+R", re.S)
+# MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
+_ALLOCATION_FAILED = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory", re.I)
+_PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)
+
+
+@dataclass(frozen=True)
+class ImageOutcome:
+    page: int
+    index: int
+    state: str  # "validated" or "quarantined"
+    reason: str | None
+    detail: str | None
+    declared_type: str
+    signature: str | None
+    width: int
+    height: int
+    mode: str | None
+    content_hash: str | None
+    png_bytes: int
+    stream_bytes: int
+    started_at: str
+    finished_at: str
+    origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
+    xref: int = 0  # the image's PDF object number; 0 for an inline image
+
+
+@dataclass(frozen=True)
+class Processed:
+    outcome: ImageOutcome
+    payload: bytes | None  # the normalized PNG, or the raw stream kept as quarantine evidence
+
+
+def _declared_int(doc: pymupdf.Document, xref: int, key: str) -> int:
+    kind, value = doc.xref_get_key(xref, key)
+    return int(value) if kind == "int" else -1
+
+
+def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> bool:
+    """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF."""
+    return (
+        image.mode in {"L", "RGB"}
+        and doc.xref_get_key(ref.xref, "ColorSpace")[1] in _PLAIN_SPACES
+        and doc.xref_get_key(ref.xref, "Decode")[0] == "null"
+    )
+
+
+def _object(doc: pymupdf.Document, ref: str) -> str:
+    return doc.xref_object(int(ref.split()[0]), compressed=True) if ref.endswith("R") else ref
+
+
+def _decode_parms(doc: pymupdf.Document, xref: int, count: int) -> list[str]:
+    """The /DecodeParms dictionary (as text, "" for none) of each of the ``count`` filters."""
+    kind, value = doc.xref_get_key(xref, "DecodeParms")
+    value = _object(doc, value) if kind == "xref" else value
+    items = _PARMS_ITEM.findall(value) if value.lstrip().startswith("[") else [value]
+    items = [_object(doc, item) if item != "null" else "" for item in items]
+    return (items + [""] * count)[:count]
+
+
+def _check_stream(
+    doc: pymupdf.Document, xref: int, size: tuple[int, int], filters: tuple[str, ...], limits
+) -> tuple[bytes, str | None]:
+    """Size, signature, declared and header dimensions of one image stream, without decoding it."""
+    validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
+    raw = doc.xref_stream_raw(xref)
+    validation.check_size(len(raw), limits)
+    signature = validation.check_codec(filters[0], raw) if filters else None
+    validation.check_dimensions(*size, limits)
+    parms = _decode_parms(doc, xref, len(filters))
+    validation.check_codestream(raw, filters, parms, size, limits)
+    return raw, signature
+
+
+def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
+    """Every check that needs no decode, for the image and its soft mask alike."""
+    raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), ref.filters, limits)
+    if ref.smask:
+        size = (_declared_int(doc, ref.smask, "Width"), _declared_int(doc, ref.smask, "Height"))
+        _check_stream(doc, ref.smask, size, filters_of(doc, ref.smask), limits)
+    return raw, signature
+
+
+def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:
+    """Decode with the strictest decoder for the codec; return the image if it is usable as is.
+
+    None leaves the image to MuPDF, also when Pillow rejects a JPEG/JPX that MuPDF may decode.
+    """
+    if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
+        try:
+            image = validation.decode_file_image(raw, ref, limits)
+        except Quarantined as bad:
+            if bad.reason in _PILLOW_GAVE_UP:
+                return None
+            raise
+        return normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
+    if ref.filters == ("FlateDecode",):
+        components = components_of(doc, ref.xref)
+        if components:
+            predictor = flate_predictor(doc, ref.xref)
+            expected = validation.expected_flate_bytes(ref, components, predictor)
+            validation.check_flate_complete(raw, expected)
+    return None
+
+
+def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None) -> Image.Image:
+    """MuPDF's decode of an image XObject (or of the inline image `ref`), short data refused."""
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        image = normalize.to_image(inline.pixmap(ref)) if ref else normalize.pixmap_image(doc, xref)
+    except Exception as exc:  # MuPDF reports bad streams with several exception types
+        if _ALLOCATION_FAILED.search(str(exc)):  # its malloc under the decoder's RLIMIT_AS
+            raise MemoryError("MuPDF could not allocate the image") from None
+        raise Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}") from None
+    warnings = pymupdf.TOOLS.mupdf_warnings().lower()
+    if any(word in warnings for word in _TRUNCATION_WORDS):
+        raise Quarantined("truncated", "MuPDF had to pad a short image stream")
+    return image
+
+
+def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
+    started = iso(utc_now())
+    raw, signature, evidence = b"", None, None
+    try:
+        if ref.inline is not None:
+            raw, signature = inline.precheck(ref, limits)
+            evidence = raw
+            image = _mupdf_decode(doc, 0, ref)
+        else:
+            raw, signature = _precheck(doc, ref, limits)
+            evidence = raw
+            image = _strict_decode(doc, ref, raw, limits) or _mupdf_decode(doc, ref.xref)
+        if ref.smask:
+            image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
+        result = normalize.encode_png(image)
+    except Quarantined as bad:
+        outcome = ImageOutcome(
+            ref.page, ref.index, "quarantined", bad.reason, bad.detail,
+            _declared(ref), signature, ref.width, ref.height, None, None, 0,
+            len(raw), started, iso(utc_now()),
+        )  # fmt: skip
+        return Processed(outcome, evidence)
+    outcome = ImageOutcome(
+        ref.page, ref.index, "validated", None, None, _declared(ref), signature,
+        result.width, result.height, result.mode, result.sha256, len(result.png), len(raw),
+        started, iso(utc_now()),
+    )  # fmt: skip
+    return Processed(outcome, result.png)
+
+
+def _declared(ref: ImageRef) -> str:
+    return inline.declared_type(ref) if ref.inline is not None else validation.declared_type(ref)

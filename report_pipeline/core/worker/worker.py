@@ -1,0 +1,227 @@
+"""Each step's work over the Store, free of Dagster: stage, plan, extract, archive, publish.
+
+Bytes move between steps only through the store; every step works in its own private directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+from collections.abc import Iterator
+from dataclasses import asdict, replace
+from datetime import datetime
+from pathlib import Path
+
+from report_pipeline.core.archive import keys
+from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.intake.intake import (
+    INSPECTION_FAILED,
+    RefusedInput,
+    inspect_pdf,
+    report_id_for,
+    revision_for,
+    stage_stream,
+)
+from report_pipeline.core.messages import (
+    ExtractedTask,
+    PageTask,
+    RevisionRef,
+    StagedReport,
+)
+from report_pipeline.core.retention import deadlines
+from report_pipeline.core.retention.retention import iso, utc_now
+from report_pipeline.core.settings import DecodeSettings, TaskSizing, WorkerSettings
+from report_pipeline.core.storage.parallel_io import BackgroundPuts
+from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker.extract import ImageOutcome
+from report_pipeline.core.worker.isolation import (
+    CpuBudgetExceeded,
+    decode_pages,
+    peak_child_rss_kib,
+)
+from report_pipeline.core.worker.pdf_pages import TooManyImages, count_images, open_pdf
+from report_pipeline.core.worker.planning import group_pages, page_cost
+from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
+
+
+def work_deadline(settings: WorkerSettings) -> datetime:
+    """When an unfinished revision's working material may go: the run's lease + the short clock."""
+    return utc_now() + settings.retention.unfinished_hold
+
+
+def lease_for(settings: WorkerSettings, owner: str) -> Lease:
+    policy = settings.retention
+    return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
+
+
+def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
+    """The short clock's marker, written BEFORE the working material it covers: a crash between
+    the two leaves a marker with nothing behind it (done on the janitor's next pass), never
+    material that no marker points to."""
+    deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, ref.revision)
+
+
+def peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
+    document = mf.read(store, ref.manifest_key)
+    return document if document and document["state"] == "complete" else None
+
+
+def stage(
+    store: Store, source: Path, source_name: str, month: str, superseded: int,
+    settings: WorkerSettings, owner: str, pages_per_task: int = TaskSizing.pages_per_task,
+    target_units: float = TaskSizing.target_units,
+    expected_hash: str = "",
+) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
+    """Stream the report into a private file with a byte cap, check it, stage it and plan it.
+
+    Planning happens here because the PDF is already open: one task per page group, and the
+    plan (expected images per page) is kept in the archive. A revision that already has a
+    complete manifest is neither staged nor planned again.
+    """
+    with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
+        path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
+        if expected_hash and digest != expected_hash:
+            raise RefusedInput(
+                "changed", "the report changed after intake; its new bytes get their own run"
+            )
+        checked = inspect_pdf(path, settings.limits)
+        report_id = report_id_for(source_name, month)
+        revision = revision_for(report_id, digest, settings.extractor_version)
+        ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
+        staged = StagedReport(ref, checked.pages, size, superseded, False, checked.repaired)
+        if complete_manifest(store, ref) is not None:
+            return replace(staged, reused=True), []
+        counts = _image_counts(path, checked.pages)
+        mark_work(store, ref, settings)
+        store.put_file(ref.staged_key, path)
+    return staged, _plan(store, ref, counts, pages_per_task, target_units, settings.decode)
+
+
+def _budget(share: float, decode: DecodeSettings) -> float:
+    """A task's CPU budget: its share of the report's estimated work, with a floor so that a
+    small task is not stopped by noise."""
+    return max(decode.min_task_cpu_seconds, share * decode.report_cpu_seconds)
+
+
+def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
+    """Per page (images, pixels) for planning; every page intake counted must be listed."""
+    try:
+        with open_pdf(path) as doc:
+            counts = count_images(doc)
+    except TooManyImages as exc:
+        raise RefusedInput("too_many_images", str(exc)) from None
+    except Exception as error:
+        raise RefusedInput(
+            INSPECTION_FAILED, f"PDF pages could not be read ({type(error).__name__})"
+        ) from None
+    if len(counts) != pages:
+        raise RefusedInput("page_count_mismatch", f"PDF lists {len(counts)} of its {pages} pages")
+    return counts
+
+
+def _plan(
+    store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
+    target_units: float, decode: DecodeSettings,
+) -> list[PageTask]:  # fmt: skip
+    queued_at = iso(utc_now())
+    groups = group_pages(counts, pages_per_task, target_units)
+    units = [page_cost(*count) for count in counts]
+    total = sum(units) or 1.0
+    tasks = [
+        PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
+                 _budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode))
+        for g in groups
+    ]  # fmt: skip
+    expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
+    # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
+    plan_record = {"expected": expected, "queued_at": queued_at,
+                   "tasks": [task_record(task) for task in tasks]}  # fmt: skip
+    store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
+    return tasks
+
+
+def task_record(task: PageTask) -> dict:
+    """A planned task as plan.json keeps it (its revision is the plan's)."""
+    fields = asdict(task)
+    del fields["ref"]
+    return fields
+
+
+def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
+    """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
+    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
+    return [PageTask(ref, **record) for record in plan.get("tasks", [])]
+
+
+def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
+    """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
+    return [task for task in planned_tasks(store, ref) if task.task_key not in done]
+
+
+def _work_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:
+    revision = task.ref.revision
+    if outcome.state == "validated":
+        return keys.work_image_key(revision, task.task_key, outcome.content_hash)
+    if payload:
+        return keys.work_evidence_key(revision, task.task_key, hashlib.sha256(payload).hexdigest())
+    return None
+
+
+def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
+    """Decode, validate and normalize the task's images in isolated decoders; hand them to
+    archive via the store.
+
+    An image drawn several times is decoded once per decoder; each content is uploaded once.
+    """
+    started = utc_now()
+    lease = lease_for(settings, owner)
+    records: list[dict] = []
+    with private_workdir(settings.work_root, lease) as workdir:
+        path = private_file(workdir, ".pdf")
+        store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
+        mark_work(store, task.ref, settings)  # this task's work objects come later than staging
+        with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
+            for outcome, key, md5 in _decode(uploads, task, path, settings):
+                records.append(
+                    {**asdict(outcome), "work_key": key, "md5": md5, "lease": lease.lease_until}
+                )
+    records.sort(key=lambda r: (r["page"], r["index"]))
+    outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
+    store.put_bytes(outcomes_key, json.dumps(records).encode())
+    valid = sum(r["state"] == "validated" for r in records)
+    peak = max(peak_rss_kib(), peak_child_rss_kib())
+    return ExtractedTask(
+        task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak
+    )
+
+
+def _decode(
+    uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings
+) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:
+    """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
+    checks on upload and lists as the ETag; the archive check compares the two)."""
+    known: dict[int, tuple[ImageOutcome, str | None]] = {}
+    written: dict[str, str] = {}  # key -> MD5 of the bytes uploaded there
+    pages = list(range(task.first_page, task.last_page + 1))
+    budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
+    try:
+        for item in decode_pages(path, pages, settings.limits, settings.decode, budget):
+            if item.outcome is None:  # the same image as an earlier draw
+                outcome, key = known[item.xref]
+            else:
+                outcome, key = item.outcome, _work_key(task, item.outcome, item.payload)
+                if key and key not in written and item.payload:
+                    uploads.put_bytes(key, item.payload)
+                    written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
+                if item.xref:
+                    known[item.xref] = (outcome, key)
+            place = {"page": item.page, "index": item.index, "origin": item.origin}
+            yield replace(outcome, **place, xref=item.xref), key, written.get(key or "")
+    except CpuBudgetExceeded as exc:
+        raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "
+                           f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip
