@@ -74,6 +74,7 @@ class ExtractedTask:
     started_at: str
     lease_until: str
     peak_rss_kib: int
+    new_objects: int = 0  # objects this task created in the archive (absent before it wrote them)
 
 
 @dataclass(frozen=True)

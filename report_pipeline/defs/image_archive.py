@@ -16,7 +16,8 @@ from report_pipeline.defs.resources import StoreResource, WorkerResource
 
 TABLE_ROWS = 200
 # every kind, so each plots as 0 too
-KINDS = ("workdir", "working_material", "archive", "untracked_staged", "untracked_work")
+KINDS = ("workdir", "working_material", "archive", "untracked_staged", "untracked_work",
+         "untracked_archive")  # fmt: skip
 _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
             ("deleted_at", "string"), ("lag_seconds", "float"), ("bytes", "int")]  # fmt: skip
 

@@ -1,6 +1,8 @@
 from dataclasses import replace
 
+from report_pipeline.core.archive.archive import archive
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.worker.worker import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -32,3 +34,18 @@ def test_working_material_is_gone_once_the_revision_is_complete(store, settings)
     run_report(store, fixture_pdf("truncated_jpeg.pdf"), settings, "inbox", "2026-10")
     assert list(store.list("staged")) == [] and list(store.list("work")) == []
     assert list(settings.work_root.rglob("w-*")) == []  # only empty hour buckets remain
+
+
+def test_a_retried_extraction_writes_no_object_again(store, settings):
+    """Extraction writes each image once, straight to its content-addressed archive key, and
+    only if absent: a retry (or a second run of the task) creates nothing and rewrites nothing."""
+    _, (task,) = stage(
+        store, fixture_pdf("repeated_image.pdf"), "inbox", "2026-10", 0, settings, "s"
+    )
+    first = extract(store, task, settings, "first")
+    images = {k: v for k, v in snapshot(store).items() if "/images/" in k}
+    again = extract(store, task, settings, "retry")
+    assert (first.new_objects, again.new_objects) == (2, 0) and len(images) == 2
+    assert {k: v for k, v in snapshot(store).items() if "/images/" in k} == images
+    archived, children = archive(store, again, 2)
+    assert archived.new_objects == 0 and {c["object_key"] for c in children} == set(images)

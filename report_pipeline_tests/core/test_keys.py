@@ -20,8 +20,6 @@ def test_every_key_is_built_exactly_as_stores_already_hold_it():
     assert [
         keys.staged_key(REPORT, REVISION),
         keys.work_prefix(REVISION),
-        keys.work_image_key(REVISION, TASK, HASH),
-        keys.work_evidence_key(REVISION, TASK, HASH),
         keys.outcomes_key(REVISION, TASK),
         keys.archive_prefix(REPORT, REVISION),
         keys.image_key(REPORT, REVISION, HASH),
@@ -39,8 +37,6 @@ def test_every_key_is_built_exactly_as_stores_already_hold_it():
     ] == [
         f"staged/{REPORT}/{REVISION}.pdf",
         f"work/{REVISION}",
-        f"work/{REVISION}/{TASK}/{HASH}.png",
-        f"work/{REVISION}/{TASK}/q-{HASH}.bin",
         f"work/{REVISION}/{TASK}/outcomes.json",
         archive,
         f"{archive}/images/{HASH}.png",
@@ -96,24 +92,6 @@ def test_a_staged_key_parses_back_to_its_report_and_revision():
 
 
 @pytest.mark.parametrize(
-    "key, evidence",
-    [
-        (keys.work_image_key(REVISION, TASK, HASH), False),
-        (keys.work_evidence_key(REVISION, TASK, HASH), True),
-    ],
-)
-def test_a_work_object_key_parses_back_to_its_task_and_hash(key, evidence):
-    parsed = keys.parse_work_key(key)
-    assert (parsed.revision, parsed.task_key, parsed.digest) == (REVISION, TASK, HASH)
-    assert parsed.is_evidence is evidence
-
-
-def test_outcomes_parse_as_a_work_object_that_is_not_evidence():
-    parsed = keys.parse_work_key(keys.outcomes_key(REVISION, TASK))
-    assert (parsed.task_key, parsed.name, parsed.is_evidence) == (TASK, keys.OUTCOMES, False)
-
-
-@pytest.mark.parametrize(
     "key, kind, name",
     [
         (keys.image_key(REPORT, REVISION, HASH), keys.IMAGES, f"{HASH}.png"),
@@ -154,7 +132,6 @@ def test_a_listed_prefix_is_named_by_its_last_segment():
     "parse, key",
     [
         (keys.parse_staged_key, f"work/{REVISION}/{TASK}/outcomes.json"),
-        (keys.parse_work_key, f"staged/{REPORT}/{REVISION}.pdf"),
         (keys.parse_archive_key, f"staged/{REPORT}/{REVISION}.pdf"),
         (keys.parse_archive_key, f"archive/{REPORT}/{REVISION}"),
     ],

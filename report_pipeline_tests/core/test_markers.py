@@ -1,18 +1,22 @@
-"""Deadline markers come before the material they cover, and material no marker covers is still
-found (by listing `staged/` and `work/`), reported and deleted. Crashes are injected at the
+"""Deadline markers come before the material they cover (images too, which extraction writes
+straight to their archive keys), and material no marker covers is still found (by listing
+`staged/` and `work/`, and the unpublished archive of a revision found there), reported and
+deleted. Crashes are injected at the
 storage boundary; the clock is injected (no sleeps)."""
 
+import json
 import os
 from datetime import timedelta
 
 import pytest
 
+from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import audit, janitor, retention_audit
-from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.storage.store import LocalStore
 from report_pipeline.core.worker.workdir import LEASE_FILE, create_workdir
-from report_pipeline.core.worker.worker import lease_for, stage
+from report_pipeline.core.worker.worker import extract, lease_for, stage
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults import Crash, CrashingStore
 
@@ -131,3 +135,89 @@ def test_a_workdir_that_crashed_before_its_lease_file_is_still_removed(tmp_path,
     assert not checks(store, settings, after)[WORK_CHECK].passed
     (event,) = janitor.run(store, settings.work_root, after, settings.retention).deletions
     assert event.kind == "workdir" and not workdir.exists()
+
+
+def images(store, prefix="archive"):
+    return [k for k in keys(store, prefix) if "/images/" in k]
+
+
+def image_write(method, key):
+    return method == "put_if_absent" and "/images/" in key
+
+
+def test_images_written_before_a_crash_mid_extraction_go_on_the_short_clock(store, settings):
+    """Extraction writes validated images straight to their archive keys, after the task's work
+    marker: a revision that never publishes its manifest loses them with its other working
+    material, on the short clock, never the long one."""
+    staged, (task,) = stage(
+        store, fixture_pdf("repeated_image.pdf"), "inbox", "2026-10", 0, settings, "r/s"
+    )
+    with pytest.raises(Crash):
+        extract(CrashingStore(store, image_write, after=True), task, settings, "r/extract")
+    now, policy = utc_now(), settings.retention
+    assert images(store) and not store.exists(staged.ref.manifest_key)
+    assert keys(store, "index/work") and keys(store, "index/archive") == []  # a minute each
+    assert janitor.run(store, settings.work_root, now, policy).deletions == []  # in lease
+    assert all(o.passed for o in checks(store, settings, now).values())
+    failing = checks(store, settings, late(settings, now))[WORK_CHECK]
+    written = sum(o.size for o in store.list("archive") if "/images/" in o.key)
+    assert not failing.passed and failing.metadata["overdue_bytes"] > written > 0
+    sweep = janitor.run(store, settings.work_root, late(settings, now), policy)
+    assert [e.kind for e in sweep.deletions] == ["working_material"]  # through its markers
+    assert keys(store, "archive") == [] and keys(store, "staged") == []
+    assert all(o.passed for o in checks(store, settings, late(settings, now)).values())
+
+
+def test_unpublished_archive_objects_no_marker_covers_go_with_their_staged_source(store, settings):
+    """The listing safety net: a revision found in `staged/` (its key names the report) takes
+    along what it holds in the archive with no published manifest; a published revision's
+    archive is never touched."""
+    published = run_report(store, fixture_pdf("repeated_image.pdf"), settings, "inbox", "2026-10")
+    kept = keys(store, f"archive/{published['report_id']}/{published['parent_revision']}")
+    store.put_bytes("staged/inbox-2026-10/rev3.pdf", b"%PDF" + b"x" * 996)
+    store.put_bytes("work/rev3/page_0001/outcomes.json", b"[]")
+    store.put_bytes(f"archive/inbox-2026-10/rev3/images/{'b' * 64}.png", b"y" * 400)
+    now, policy = utc_now(), settings.retention
+    plan = json.dumps({"expected": {"1": 1}, "queued_at": iso(now), "tasks": []}).encode()
+    store.put_bytes("archive/inbox-2026-10/rev3/plan.json", plan)
+    assert janitor.run(store, settings.work_root, now, policy).deletions == []
+    failing = checks(store, settings, late(settings, now))[WORK_CHECK]
+    assert (failing.metadata["untracked_items"], failing.metadata["untracked_bytes"]) == (
+        3, 1000 + 2 + 400 + len(plan),
+    )  # fmt: skip
+    for o in store.list("index/work"):  # the published run's markers: not what this is about
+        store.delete(o.key)
+    sweep = janitor.run(store, settings.work_root, late(settings, now), policy)
+    found = [(e.kind, e.revision, e.objects) for e in sweep.deletions]
+    assert found == [
+        ("untracked_archive", "rev3", 2),
+        ("untracked_work", "rev3", 1),
+        ("untracked_staged", "rev3", 1),
+    ]  # fmt: skip: the staged source last
+    assert keys(store, "archive/inbox-2026-10/rev3") == [] and keys(store, "staged") == []
+    assert sorted(keys(store, "archive")) == sorted(kept)
+    assert all(o.passed for o in checks(store, settings, late(settings, now)).values())
+
+
+def test_a_rerun_of_an_expired_revision_that_never_publishes_leaves_only_the_tombstone(
+    store, settings
+):
+    """Under an expired revision's tombstone, anything else in its archive is a later rerun's
+    unpublished material: the short clock takes it, the tombstone stays."""
+    pdf, policy = fixture_pdf("repeated_image.pdf"), settings.retention
+    first = run_report(store, pdf, settings, "inbox", "2026-10")
+    prefix = f"archive/{first['report_id']}/{first['parent_revision']}"
+    expiry = janitor.run(store, settings.work_root, utc_now() + timedelta(days=401), policy)
+    assert "archive" in {e.kind for e in expiry.deletions}
+    assert keys(store, prefix) == [f"{prefix}/manifest.json"]
+    _, (task,) = stage(store, pdf, "inbox", "2026-10", 0, settings, "rerun")  # then it dies
+    with pytest.raises(Crash):
+        extract(CrashingStore(store, lambda m, k: k.endswith("outcomes.json")), task, settings, "r")
+    now = utc_now()
+    assert len(images(store, prefix)) == 2 and len(keys(store, prefix)) == 4  # + plan, tombstone
+    assert not checks(store, settings, late(settings, now))[WORK_CHECK].passed
+    sweep = janitor.run(store, settings.work_root, late(settings, now), policy)
+    assert [e.kind for e in sweep.deletions] == ["working_material"]
+    assert keys(store, prefix) == [f"{prefix}/manifest.json"]
+    assert mf.read(store, f"{prefix}/manifest.json")["state"] == "expired"
+    assert all(o.passed for o in checks(store, settings, late(settings, now)).values())

@@ -17,11 +17,11 @@ class Recorder:
         self.io_workers, self.fail, self.put = workers, fail, {}
         self.threads: set[str] = set()
 
-    def put_bytes(self, key: str, data: bytes) -> None:
+    def put_if_absent(self, key: str, data: bytes) -> bool:
         self.threads.add(threading.current_thread().name)
         if key == self.fail:
             raise TransientStorageError(f"injected timeout {key}")
-        self.put[key] = data
+        return self.put.setdefault(key, data) is data
 
 
 def test_local_store_calls_stay_in_the_caller_in_order(tmp_path):
@@ -32,8 +32,10 @@ def test_local_store_calls_stay_in_the_caller_in_order(tmp_path):
                   range(5)) == [0, 2, 4, 6, 8]  # fmt: skip
     assert set(seen) == {threading.current_thread().name}
     with BackgroundPuts(store) as uploads:
-        uploads.put_bytes("work/a.png", b"a")
-        assert store.get_bytes("work/a.png", 10) == b"a"  # written before put_bytes returned
+        uploads.put_if_absent("archive/a.png", b"a")
+        assert store.get_bytes("archive/a.png", 10) == b"a"  # written before the call returned
+        uploads.put_if_absent("archive/a.png", b"other")
+    assert uploads.created == 1 and store.get_bytes("archive/a.png", 10) == b"a"
 
 
 def test_calls_overlap_when_the_store_benefits():
@@ -53,14 +55,19 @@ def test_the_first_failure_in_order_is_raised():
 
 def test_background_puts_are_all_done_on_exit_or_the_failure_is_raised():
     store = Recorder(4)
+    store.put["archive/3.png"] = b"x"  # already there: not created again
     with BackgroundPuts(store) as uploads:
         for n in range(20):
-            uploads.put_bytes(f"work/{n}.png", b"x")
+            uploads.put_if_absent(f"archive/{n}.png", bytes([n]))
     assert len(store.put) == 20 and store.threads != {threading.current_thread().name}
-    failing = Recorder(4, fail="work/7.png")
-    with pytest.raises(TransientStorageError, match="work/7.png"), BackgroundPuts(failing) as up:
+    assert uploads.created == 19
+    failing = Recorder(4, fail="archive/7.png")
+    with (
+        pytest.raises(TransientStorageError, match="archive/7.png"),
+        BackgroundPuts(failing) as up,
+    ):
         for n in range(20):
-            up.put_bytes(f"work/{n}.png", b"x")
+            up.put_if_absent(f"archive/{n}.png", b"x")
 
 
 def test_s3_store_uses_its_client_pool(s3):

@@ -27,7 +27,6 @@ OPERATIONS = {
     "exists": lambda st: st.exists("archive/r/a.png"),
     "delete": lambda st: st.delete("archive/r/a.png"),
     "delete_many": lambda st: st.delete_many(["archive/r/a.png", "archive/r/b.png"]),
-    "promote_many": lambda st: st.promote_many([("work/r/a.png", "archive/r/a.png")]),
     "list": lambda st: list(st.list("archive/r")),
 }
 

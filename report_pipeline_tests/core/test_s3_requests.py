@@ -1,6 +1,6 @@
-"""What the S3 store asks the server for (moto on loopback): a batch of moves is one listing per
-destination folder, a COPY per absent object and one DeleteObjects per 1,000 sources (HEADs only
-for a lone or crowded folder); per-key failures inside a 200 answer are classified."""
+"""What the S3 store asks the server for (moto on loopback): one PutObject per archived object
+and no read-back (the archive check lists), deletes in DeleteObjects batches of 1,000, Content-MD5
+on every write of bytes; per-key failures inside a 200 answer are classified."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from collections import Counter
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from report_pipeline.core.archive import month_checks
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage import s3_store
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
+from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.s3 import Raw
 
 
@@ -23,36 +27,38 @@ def counted(s3) -> tuple[S3Store, Counter]:
     return S3Store(s3.client, s3.bucket, prefix="pipeline"), calls
 
 
-def test_moves_list_each_folder_copy_what_is_absent_and_batch_deletes(s3, monkeypatch):
+def test_deletes_go_in_batches_of_1000(s3, monkeypatch):
     monkeypatch.setattr(s3_store, "DELETE_BATCH", 4)  # as if 1,000 were four
     store, calls = counted(s3)
-    moves = [(f"work/t/{n}.png", f"archive/{n}.png") for n in range(10)]
-    for src, _ in moves:
-        store.put_bytes(src, b"png")
-    assert not store.exists("work/t/none.png")  # the store's one bucket check (on a first 404)
+    for n in range(10):
+        store.put_bytes(f"work/t/{n}.png", b"png")
     calls.clear()
-    assert store.promote_many(moves) == [True] * 10
-    assert calls == {"ListObjectsV2": 1, "CopyObject": 10, "DeleteObjects": 3}
-    calls.clear()
-    assert store.promote_many(moves) == [False] * 10  # a retry: nothing copied again
-    assert calls == {"ListObjectsV2": 1, "DeleteObjects": 3}
+    store.delete_many([f"work/t/{n}.png" for n in range(10)])
+    assert calls == {"DeleteObjects": 3}
     assert [o.key for o in store.list("work")] == []
 
 
-def test_a_crowded_or_lone_destination_folder_is_headed_not_listed(s3):
+def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_path):
+    """The whole report on S3, then the month's archive check: one PutObject per distinct image
+    (straight to its archive key), no COPY, no HEAD or GET per image; the check lists."""
     store, calls = counted(s3)
-    store.page_size = 2
-    for n in range(10):
-        store.put_bytes(f"archive/crowded/{n}.png", b"png")
-    moves = [("work/t/a.png", "archive/crowded/a.png"), ("work/t/b.png", "archive/crowded/b.png"),
-             ("work/t/c.png", "archive/lone/c.png")]  # fmt: skip
-    for src, _ in moves:
-        store.put_bytes(src, b"png")
-    assert not store.exists("work/t/none.png")
+    settings = WorkerSettings(tmp_path / "work")
+    manifest = run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", "2026-10")
+    objects = {c["object_key"] for c in manifest["children"] if c["object_key"]}
+    assert len(objects) == 286 and manifest["counts"]["accounted"] == 423  # 285 images + evidence
+    stored = {
+        o.key for o in store.list("archive") if "/images/" in o.key or "/quarantine/" in o.key
+    }
+    assert stored == objects
+    assert "CopyObject" not in calls
+    # the objects, plus nine per report (one task): staged source, plan, outcomes, children,
+    # manifest, audit event, and three deadline markers (staging, the task, the long clock)
+    assert calls["PutObject"] == len(objects) + 9, calls
+    assert calls["GetObject"] + calls["HeadObject"] <= 10, calls  # per report, not per image
     calls.clear()
-    assert store.promote_many(moves) == [True, True, True]
-    assert calls["HeadObject"] == 3 and calls["CopyObject"] == 3
-    assert calls["ListObjectsV2"] <= 4  # stopped early: 2-key pages, more than 2 * 2 + 2 seen
+    outcome = month_checks.archive_matches_manifest(store, manifest)
+    assert outcome.passed and outcome.metadata["objects_matched_by_listing"] == len(objects)
+    assert calls == {"ListObjectsV2": 1}
 
 
 def deleted_with_errors(code: str):

@@ -24,18 +24,6 @@ def test_keys_that_could_leave_the_store_are_refused(store: LocalStore, key):
         store.put_bytes(key, b"x")
 
 
-def test_promote_is_idempotent_and_first_writer_wins(store: LocalStore):
-    store.put_bytes("work/a.png", b"one")
-    store.promote("work/a.png", "archive/a.png")
-    store.put_bytes("work/a.png", b"one")
-    store.promote("work/a.png", "archive/a.png")  # a retried promote after success
-    store.promote("work/a.png", "archive/a.png")  # source already gone, target in place
-    assert store.get_bytes("archive/a.png", 10) == b"one"
-    assert not store.exists("work/a.png")
-    with pytest.raises(PermanentStorageError):
-        store.promote("work/missing.png", "archive/missing.png")
-
-
 def test_delete_is_idempotent_and_prunes_empty_folders(store: LocalStore):
     store.put_bytes("work/rev/task/x.png", b"x")
     assert store.delete("work/rev/task/x.png") is True

@@ -83,8 +83,7 @@ def test_every_write_is_private(any_store, tmp_path):
     any_store.put_bytes("archive/r/rev/images/a.png", b"png")
     any_store.put_file("staged/rev/source.pdf", source)
     any_store.put_if_absent("claims/rev/000001.json", b"{}")
-    any_store.put_bytes("work/rev/t/b.png", b"png-b")
-    any_store.promote("work/rev/t/b.png", "archive/r/rev/images/b.png")
+    any_store.put_if_absent("archive/r/rev/images/b.png", b"png-b")
     for key in ["archive/r/rev/images/a.png", "staged/rev/source.pdf", "claims/rev/000001.json",
                 "archive/r/rev/images/b.png"]:  # fmt: skip
         assert_private(any_store, key)
@@ -102,32 +101,24 @@ def test_writes_and_deletes_are_idempotent(any_store):
     assert not any_store.exists("archive/a.png")
 
 
-def test_promote_is_idempotent_and_first_writer_wins(any_store):
-    any_store.put_bytes("work/a.png", b"one")
-    assert any_store.promote("work/a.png", "archive/a.png") is True
-    any_store.put_bytes("work/a.png", b"one")
-    assert any_store.promote("work/a.png", "archive/a.png") is False  # retried after success
-    assert any_store.promote("work/a.png", "archive/a.png") is False  # source already gone
-    assert any_store.get_bytes("archive/a.png", 10) == b"one"
-    assert not any_store.exists("work/a.png")
-    with pytest.raises(PermanentStorageError, match="missing object"):
-        any_store.promote("work/missing.png", "archive/missing.png")
-
-
-def test_many_at_once_means_the_same_as_one_at_a_time(any_store):
+def test_deleting_many_at_once_means_the_same_as_one_at_a_time(any_store):
     for name in ("a", "b", "c"):
-        any_store.put_bytes(f"work/t/{name}.png", name.encode())
-    any_store.put_bytes("archive/b.png", b"b")  # already archived: it wins, its source goes
-    moves = [(f"work/t/{name}.png", f"archive/{name}.png") for name in ("a", "b", "c")]
-    assert any_store.promote_many(moves) == [True, False, True]
-    assert any_store.promote_many(moves) == [False, False, False]  # a retry after success
-    assert list(any_store.list("work")) == []
-    assert sorted(o.key for o in any_store.list("archive")) == [dst for _, dst in moves]
-    with pytest.raises(PermanentStorageError, match="missing object"):
-        any_store.promote_many([("work/t/gone.png", "archive/gone.png")])
+        any_store.put_bytes(f"archive/{name}.png", name.encode())
     any_store.delete_many(["archive/a.png", "archive/nothing.png", "archive/b.png"])
+    any_store.delete_many(["archive/a.png"])  # already gone counts as done
     any_store.delete_many([])
     assert [o.key for o in any_store.list("archive")] == ["archive/c.png"]
+
+
+def test_a_content_addressed_write_has_one_winner_and_a_retry_writes_nothing(any_store):
+    """Extraction writes each image once to its content-addressed key with put_if_absent: a
+    retried or repeated write leaves the first object as it was."""
+    key = "archive/r/rev/images/aa.png"
+    assert any_store.put_if_absent(key, b"png") is True
+    before = next(iter(any_store.list("archive/r/rev/images")))
+    assert any_store.put_if_absent(key, b"png") is False  # a retry after success
+    assert list(any_store.list("archive/r/rev/images")) == [before]  # not rewritten
+    assert any_store.get_bytes(key, 10) == b"png"
 
 
 def test_a_listed_md5_is_the_stored_bytes_md5_or_nothing(any_store, tmp_path):

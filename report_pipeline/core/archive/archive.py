@@ -1,4 +1,5 @@
-"""The archive side: promote validated work into the archive, then publish the manifest."""
+"""The archive side: record each task's children beside its archived images, then publish the
+manifest."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from report_pipeline.core.retention import audit, deadlines
 from report_pipeline.core.retention.material import working_objects
 from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
-from report_pipeline.core.storage.store import Store
+from report_pipeline.core.storage.store import PermanentStorageError, Store
 from report_pipeline.core.worker.worker import complete_manifest, extract, missing_tasks
 
 
@@ -47,30 +48,21 @@ def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | Non
     }
 
 
-def _destination(extracted: ExtractedTask, outcome: dict[str, Any]) -> str | None:
-    ref, work_key = extracted.task.ref, outcome["work_key"]
-    if work_key is None:
-        return None
-    if outcome["state"] == "validated":
-        return ref.image_key(outcome["content_hash"])
-    return ref.evidence_key(keys.parse_work_key(work_key).digest)
-
-
 def archive(
     store: Store, extracted: ExtractedTask, attempt: int
 ) -> tuple[ArchivedTask, list[dict[str, Any]]]:
-    """Idempotent: an object already in the archive (same content hash) is not written again."""
+    """Record the task's children in the archive: its images (and quarantined streams) are
+    already there, written once each by extraction to their content-addressed keys. Idempotent:
+    a retry rewrites the same records."""
     task = extracted.task
     outcomes = json.loads(store.get_bytes(extracted.outcomes_key, mf.JSON_CAP))
-    destinations = [_destination(extracted, outcome) for outcome in outcomes]
-    moves: dict[str, str] = {}  # destination -> work key, once each (one upload per content)
-    for outcome, destination in zip(outcomes, destinations, strict=True):
-        if destination:
-            moves.setdefault(destination, outcome["work_key"])
-    new_objects = sum(store.promote_many([(src, dst) for dst, src in moves.items()]))
+    if outcomes and "object_key" not in outcomes[0]:
+        raise PermanentStorageError(
+            f"the outcomes of task {task.task_key} were written by an older extractor (images in "
+            "work/, moved at archiving): re-run the partition"
+        )  # their material is on the short clock like any other
     children = [
-        _child(outcome, task.queued_at, attempt, destination)
-        for outcome, destination in zip(outcomes, destinations, strict=True)
+        _child(outcome, task.queued_at, attempt, outcome["object_key"]) for outcome in outcomes
     ]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
     store.put_bytes(children_key, json.dumps(children).encode())
@@ -78,8 +70,9 @@ def archive(
     quarantined = sum(c["state"] == "quarantined" for c in children)
     archived = len(children) - quarantined
     result = ArchivedTask(
-        task, children_key, archived, quarantined, new_objects, attempt, extracted.peak_rss_kib
-    )
+        task, children_key, archived, quarantined, extracted.new_objects, attempt,
+        extracted.peak_rss_kib,
+    )  # fmt: skip
     return result, children
 
 

@@ -1,16 +1,17 @@
 """The store's key space: every key the pipeline writes is built here, and read back only here.
 
     staged/<report_id>/<revision>.pdf                        the staged source (short clock)
-    work/<revision>/<task>/<sha256>.png | q-<sha256>.bin      validated image | quarantine evidence
     work/<revision>/<task>/outcomes.json                      a task's outcomes, until archived
-    archive/<report_id>/<revision>/images/<sha256>.png        (long clock, like everything below)
-    archive/<report_id>/<revision>/quarantine/<sha256>.bin
+    archive/<report_id>/<revision>/images/<sha256>.png        a validated image (from extraction)
+    archive/<report_id>/<revision>/quarantine/<sha256>.bin    quarantine evidence (from extraction)
     archive/<report_id>/<revision>/children/<task>.json
     archive/<report_id>/<revision>/{plan.json, manifest.json, manifest_table.csv}
     index/{work,archive}/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>   deadline markers
     audit/<YYYYMMDD>/<HHMMSSffffff>-<random>.json            one deletion event
     claims/<revision>/<generation:06d>.{json,released}       who may run a revision
 
+A revision's archive/ objects are on the long clock once its complete manifest is published, and
+on the short clock (as working material) until then.
 A report id is `<source>-<YYYY-MM>`; a revision is a short hash (see `intake.revision_for`).
 Plain strings only: no store access, no clock, no randomness (callers pass those in).
 """
@@ -35,7 +36,6 @@ PLAN = "plan.json"
 MANIFEST = "manifest.json"
 MANIFEST_TABLE = "manifest_table.csv"
 OUTCOMES = "outcomes.json"
-_EVIDENCE = "q-"  # a work object holding quarantine evidence, beside validated PNGs
 _MONTH_LENGTH = len("YYYY-MM")
 
 
@@ -67,14 +67,6 @@ def work_prefix(revision: str) -> str:
 
 def task_prefix(revision: str, task_key: str) -> str:
     return f"{work_prefix(revision)}/{task_key}"
-
-
-def work_image_key(revision: str, task_key: str, content_hash: str) -> str:
-    return f"{task_prefix(revision, task_key)}/{content_hash}.png"
-
-
-def work_evidence_key(revision: str, task_key: str, raw_hash: str) -> str:
-    return f"{task_prefix(revision, task_key)}/{_EVIDENCE}{raw_hash}.bin"
 
 
 def outcomes_key(revision: str, task_key: str) -> str:
@@ -144,29 +136,6 @@ def parse_staged_key(key: str) -> StagedKey:
     if len(parts) != 3 or parts[0] != STAGED or not parts[2].endswith(".pdf"):
         raise ValueError(f"not a staged key: {key!r}")
     return StagedKey(parts[1], parts[2].removesuffix(".pdf"))
-
-
-@dataclass(frozen=True)
-class WorkKey:
-    revision: str
-    task_key: str
-    name: str  # <sha256>.png | q-<sha256>.bin | outcomes.json
-
-    @property
-    def is_evidence(self) -> bool:
-        return self.name.startswith(_EVIDENCE) and self.name.endswith(".bin")
-
-    @property
-    def digest(self) -> str:
-        """The sha256 an image or evidence object is named by."""
-        return self.name.removeprefix(_EVIDENCE).removesuffix(".bin").removesuffix(".png")
-
-
-def parse_work_key(key: str) -> WorkKey:
-    parts = key.split("/")
-    if len(parts) != 4 or parts[0] != WORK:
-        raise ValueError(f"not a work object key: {key!r}")
-    return WorkKey(parts[1], parts[2], parts[3])
 
 
 @dataclass(frozen=True)

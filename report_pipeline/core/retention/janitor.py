@@ -22,7 +22,7 @@ from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
 from report_pipeline.core.retention import audit, deadlines, untracked
 from report_pipeline.core.retention.audit import Deletion
-from report_pipeline.core.retention.material import working_objects
+from report_pipeline.core.retention.material import revision_material
 from report_pipeline.core.retention.retention import iso
 from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage.store import ObjectInfo, Store
@@ -97,16 +97,6 @@ def _past_buckets(work_root: Path, now: datetime) -> set[Path]:
         for e in os.scandir(work_root)
         if _BUCKET.match(e.name) and _bucket_end(e.name) <= now
     }
-
-
-def revision_material(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
-    """A revision's working material: staged source, work objects and, while it has no complete
-    (or expired) manifest, whatever it put in the archive."""
-    found = working_objects(store, report_id, revision)
-    document = mf.read(store, manifest_key(report_id, revision))
-    if document is None or document["state"] == "incomplete":
-        found += list(store.list(archive_prefix(report_id, revision)))
-    return found
 
 
 def in_use(material: list[ObjectInfo], now: datetime, policy: RetentionPolicy) -> bool:

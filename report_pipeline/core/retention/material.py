@@ -1,12 +1,16 @@
-"""A revision's working material: its staged source and its work objects.
+"""A revision's working material: its staged source, its work objects and, until its manifest is
+published, whatever it put in the archive.
 
-Shared by publishing (which deletes it once the revision is complete) and the janitor (which
-deletes it when its deadline passes), so the retention side does not import the worker.
+Shared by publishing (which deletes the staged source and work objects once the revision is
+complete), the janitor and the retention audit (which delete or report all of it when its short
+clock's deadline passes) and the untracked sweep, so the retention side does not import the
+worker.
 """
 
 from __future__ import annotations
 
 from report_pipeline.core.archive import keys
+from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.storage.store import ObjectInfo, Store
 
 
@@ -15,3 +19,24 @@ def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectI
     staged = keys.staged_key(report_id, revision)
     found = [ObjectInfo(staged, store.size(staged))] if store.exists(staged) else []
     return found + list(store.list(keys.work_prefix(revision)))
+
+
+def unpublished_archive(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
+    """What the revision holds in the archive that no published manifest covers: everything
+    while it has no manifest or an incomplete one (its plan, child records, and the images and
+    quarantined streams extraction writes straight to their archive keys), and anything but the
+    tombstone under an expired one (a rerun's). A complete manifest covers it all: long clock."""
+    key = keys.manifest_key(report_id, revision)
+    document = mf.read(store, key)
+    if document is not None and document["state"] == "complete":
+        return []
+    tombstone = key if document is not None and document["state"] == "expired" else None
+    return [o for o in store.list(keys.archive_prefix(report_id, revision)) if o.key != tombstone]
+
+
+def revision_material(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
+    """Everything the short clock covers for a revision: staged source, work objects and its
+    unpublished archive objects (the archive's last: its staged source is what finds the rest)."""
+    return working_objects(store, report_id, revision) + unpublished_archive(
+        store, report_id, revision
+    )

@@ -7,8 +7,13 @@ staged source and work objects are overdue once all of them are older, by the st
 modification time, than lease + short clock. That is the marker sweep's rule for a revision
 still in use (a rerun rewrites its material, so its objects are new again).
 
+Extraction writes validated images straight to their archive keys, so a revision that never
+publishes also leaves objects under `archive/<report_id>/<revision>/`. A revision found here by
+its staged source (whose key names the report) takes those along: whatever of its archive no
+published manifest covers (`material.unpublished_archive`), under the same oldest-object rule.
+
 Its cost follows what is in `staged/` and `work/`: working material in flight, which publishing
-deletes, so the listing stays small.
+deletes, so the listing stays small; the archive is opened only for an overdue revision.
 """
 
 from __future__ import annotations
@@ -18,19 +23,27 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from report_pipeline.core.archive import keys
+from report_pipeline.core.retention.material import unpublished_archive
 from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage.store import ObjectInfo, Store
 
-# The two working-material prefixes (messages.staged_key, messages.work_prefix):
+# The two working-material prefixes listed (messages.staged_key, messages.work_prefix):
 #   staged/<report_id>/<revision>.pdf   and   work/<revision>/<task>/<object>
-KINDS = {keys.STAGED: "untracked_staged", keys.WORK: "untracked_work"}
+# and, for a revision found there, its unpublished objects in archive/<report_id>/<revision>/;
+# in the order a sweep deletes them: the staged source, which names the report, last.
+KINDS = {
+    keys.ARCHIVE: "untracked_archive",
+    keys.WORK: "untracked_work",
+    keys.STAGED: "untracked_staged",
+}
+LISTED = (keys.STAGED, keys.WORK)
 
 
 @dataclass(frozen=True)
 class Untracked:
     """One revision's overdue objects under one prefix."""
 
-    kind: str  # untracked_staged | untracked_work
+    kind: str  # untracked_staged | untracked_work | untracked_archive
     report_id: str  # "" when only work objects are left (their keys do not name the report)
     revision: str
     objects: list[ObjectInfo]
@@ -42,10 +55,14 @@ class Untracked:
 
 
 def overdue(store: Store, now: datetime, policy: RetentionPolicy) -> Iterator[Untracked]:
-    """Every revision whose staged/work objects were all last written before now - hold."""
+    """Every revision whose staged/work objects were all last written before now - hold, with
+    (when its staged source names the report) what it holds in the archive unpublished: the
+    images extraction writes straight to their archive keys go with it, oldest rule alike.
+    A revision's archive objects come first and its staged source last, so a sweep cut short
+    leaves what finds the rest."""
     found: dict[str, dict[str, list[ObjectInfo]]] = {}
     reports: dict[str, str] = {}
-    for prefix in KINDS:
+    for prefix in LISTED:
         for info in store.list(prefix):
             report_id, revision = keys.material_owner(info.key)
             found.setdefault(revision, {}).setdefault(prefix, []).append(info)
@@ -55,6 +72,11 @@ def overdue(store: Store, now: datetime, policy: RetentionPolicy) -> Iterator[Un
         newest = max(o.modified for objects in groups.values() for o in objects)
         if newest > since:
             continue  # in use: some of it was written within lease + short clock
+        if reports[revision] and (left := unpublished_archive(store, reports[revision], revision)):
+            newest = max(newest, *(o.modified for o in left))
+            if newest > since:
+                continue
+            groups = {keys.ARCHIVE: left, **groups}
         deadline = datetime.fromtimestamp(newest, UTC) + policy.unfinished_hold
-        for prefix, objects in groups.items():
-            yield Untracked(KINDS[prefix], reports[revision], revision, objects, deadline)
+        for prefix in sorted(groups, key=list(KINDS).index):
+            yield Untracked(KINDS[prefix], reports[revision], revision, groups[prefix], deadline)

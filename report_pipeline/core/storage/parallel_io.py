@@ -36,12 +36,13 @@ def map_io(store: Any, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
 
 
 class BackgroundPuts:
-    """`put_bytes` that may run behind the caller's loop (extraction uploads while it decodes).
+    """`put_if_absent` that may run behind the caller's loop (extraction uploads while it
+    decodes); `created` counts the objects the calls created (absent before).
 
     Leaving the `with` block waits for every upload and raises the first failure; a failure
-    seen earlier is raised at the next `put_bytes`. At most two uploads per worker are waiting,
-    so payloads do not pile up in memory. On a store without `io_workers`, `put_bytes` is the
-    store's own, called in place.
+    seen earlier is raised at the next call. At most two uploads per worker are waiting, so
+    payloads do not pile up in memory. On a store without `io_workers`, the store's own
+    `put_if_absent` is called in place.
     """
 
     def __init__(self, store: Any) -> None:
@@ -50,15 +51,16 @@ class BackgroundPuts:
         self._slots = threading.BoundedSemaphore(2 * workers)
         self._pending: list[Future] = []
         self._failed: BaseException | None = None
+        self.created = 0
 
-    def put_bytes(self, key: str, data: bytes) -> None:
+    def put_if_absent(self, key: str, data: bytes) -> None:
         if self._pool is None:
-            self.store.put_bytes(key, data)
+            self.created += bool(self.store.put_if_absent(key, data))
             return
         if self._failed is not None:
             raise self._failed
         self._slots.acquire()
-        future = self._pool.submit(self.store.put_bytes, key, data)
+        future = self._pool.submit(self.store.put_if_absent, key, data)
         future.add_done_callback(self._done)
         self._pending.append(future)
 
@@ -75,7 +77,6 @@ class BackgroundPuts:
             return
         try:
             if exc_type is None:
-                for future in self._pending:
-                    future.result()
+                self.created += sum(bool(future.result()) for future in self._pending)
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)

@@ -7,7 +7,7 @@ change bucket settings.
 
 Writes are idempotent: `put_if_absent` is a PutObject with `If-None-Match: *` (412 Precondition
 Failed means someone else created the key: False); archive keys are content-addressed, so a
-repeated `put_bytes` or `promote` writes the same bytes. Reads stream with the byte cap and
+repeated `put_bytes` writes the same bytes. Reads stream with the byte cap and
 count what arrives; a stated length is never trusted. Errors are classified by `s3_errors`.
 
 Integrity: `put_bytes` and `put_if_absent` send the body's MD5 (Content-MD5), so S3 stores the
@@ -17,10 +17,9 @@ reading every object again.
 
 Speed: each request waits on the network, so the store says `io_workers` (8, within the boto3
 client's connection pool; the client is thread-safe) and core runs a step's per-object calls
-side by side (`parallel_io`), and asks for less: a batch of moves lists each destination
-folder once (not a HEAD per object), copies what is absent, then deletes the sources with one
-DeleteObjects per 1,000 (not HEAD + DELETE each). A listing, not `If-None-Match` on the copy,
-says what is there: not every S3 API server honours that header on CopyObject (moto ignores it).
+side by side (`parallel_io`), and asks for less: one PutObject per archived object (extraction
+writes it straight to its content-addressed key), deletes in DeleteObjects batches of 1,000,
+and listings instead of a HEAD or GET per object.
 """
 
 from __future__ import annotations
@@ -29,13 +28,11 @@ import base64
 import hashlib
 import io
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from report_pipeline.core.storage import s3_errors
-from report_pipeline.core.storage.parallel_io import map_io
 from report_pipeline.core.storage.s3_errors import (
     MappedBody,
     is_missing,
@@ -145,60 +142,6 @@ class S3Store:
         if head is None:
             raise PermanentStorageError(f"missing object {key}")
         return int(head["ContentLength"])
-
-    def _place(self, src: str, dst: str, listed: dict[str, set[str]] | None = None) -> bool:
-        """Server-side copy of `src` to `dst` unless `dst` exists (the same content hash: it
-        wins), as a listing of its folder just taken (`listed`) or else a HEAD says. True when
-        this call placed the object. The source is left for the caller."""
-        folder = dst.rpartition("/")[0]
-        if listed and folder in listed:
-            if dst in listed[folder]:
-                return False
-        elif self._head(dst) is not None:
-            return False
-        source = {"Bucket": self.bucket, "Key": self._key(src)}
-        with mapped("copy", f"{src} to {dst}"):
-            try:
-                self.client.copy_object(
-                    Bucket=self.bucket, Key=self._key(dst), CopySource=source, **PRIVATE
-                )
-            except Exception as exc:
-                if s3_errors.error_code(exc) != "NoSuchKey":
-                    raise
-                if self._head(dst) is None:  # a concurrent promote of the same object is fine
-                    raise PermanentStorageError(f"missing object {src}") from None
-                return False
-        return True
-
-    def promote(self, src: str, dst: str) -> bool:
-        """Move work material into place (HEAD, server-side copy, delete); a destination that
-        already exists wins (same content hash). True when this call placed the object."""
-        return self.promote_many([(src, dst)])[0]
-
-    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]:
-        """`promote` for each (src, dst): the copies side by side, then the sources deleted in
-        batches. A failure leaves every source in place, so a retry finds what it needs. Two
-        movers of one destination at once may both copy it (the same bytes) and both say True,
-        as two HEAD-then-COPY moves could before."""
-        listed = self._listed([dst for _, dst in moves])
-        placed = map_io(self, lambda move: self._place(*move, listed), moves)
-        self.delete_many([src for src, _ in moves])
-        return placed
-
-    def _listed(self, keys: Sequence[str]) -> dict[str, set[str]]:
-        """What the folders of `keys` hold, one listing each (a request per 1,000 objects instead
-        of a HEAD per key), for folders with several of `keys` and not many more objects."""
-        wanted = Counter(key.rpartition("/")[0] for key in keys)
-        listed = {}
-        for folder in (folder for folder, count in wanted.items() if count > 1):
-            found: set[str] = set()
-            for page in self._pages(folder):
-                found.update(item["Key"][len(self.prefix) :] for item in page.get("Contents", []))
-                if len(found) > 2 * wanted[folder] + self.page_size:
-                    break  # a crowded folder: HEAD its keys instead
-            else:
-                listed[folder] = found
-        return listed
 
     def delete(self, key: str) -> bool:
         """Idempotent: an object that is already gone counts as deleted (returns False)."""

@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -91,8 +91,6 @@ class Store(Protocol):
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None: ...
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
-    def promote(self, src: str, dst: str) -> bool: ...
-    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]: ...
     def delete(self, key: str) -> bool: ...
     def delete_many(self, keys: Iterable[str]) -> None: ...
     def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
@@ -210,27 +208,6 @@ class LocalStore:
             return self._path(key).stat().st_size
         except FileNotFoundError:
             raise PermanentStorageError(f"missing object {key}") from None
-
-    def promote(self, src: str, dst: str) -> bool:
-        """Move work material into place; a destination that already exists wins (same hash).
-
-        Returns True when this call placed the object, False when it was already there."""
-        source, target = self._path(src), self._path(dst)
-        if target.exists():
-            source.unlink(missing_ok=True)
-            return False
-        self._mkdir_chain(target.parent)
-        try:
-            os.replace(source, target)
-        except FileNotFoundError:
-            if not target.exists():  # a concurrent promote of the same object is fine
-                raise PermanentStorageError(f"missing object {src}") from None
-            return False
-        return True
-
-    def promote_many(self, moves: Sequence[tuple[str, str]]) -> list[bool]:
-        """`promote` for each (src, dst), one after another (S3 batches and overlaps them)."""
-        return [self.promote(src, dst) for src, dst in moves]
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """`delete` for each key, one after another (S3 sends them in batches)."""

@@ -56,9 +56,10 @@ def lease_for(settings: WorkerSettings, owner: str) -> Lease:
 
 
 def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
-    """The short clock's marker, written BEFORE the working material it covers: a crash between
-    the two leaves a marker with nothing behind it (done on the janitor's next pass), never
-    material that no marker points to."""
+    """The short clock's marker, written BEFORE the working material it covers (the staged
+    source, work objects, and whatever the revision puts in the archive before its manifest is
+    published): a crash between the two leaves a marker with nothing behind it (done on the
+    janitor's next pass), never material that no marker points to."""
     deadlines.record(store, deadlines.WORK, work_deadline(settings), ref.report_id, ref.revision)
 
 
@@ -163,20 +164,29 @@ def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTa
     return [task for task in planned_tasks(store, ref) if task.task_key not in done]
 
 
-def _work_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:
-    revision = task.ref.revision
+def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:
+    """Where a draw's bytes go: its content-addressed place in the revision's archive (the
+    normalized PNG by its sha256, quarantine evidence by the sha256 of the raw stream)."""
     if outcome.state == "validated":
-        return keys.work_image_key(revision, task.task_key, outcome.content_hash)
+        return task.ref.image_key(outcome.content_hash)
     if payload:
-        return keys.work_evidence_key(revision, task.task_key, hashlib.sha256(payload).hexdigest())
+        return task.ref.evidence_key(hashlib.sha256(payload).hexdigest())
     return None
 
 
 def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
-    """Decode, validate and normalize the task's images in isolated decoders; hand them to
-    archive via the store.
+    """Decode, validate and normalize the task's images in isolated decoders, and write each
+    validated image (and each quarantined stream) once, straight to its content-addressed key in
+    the revision's archive; the outcomes go to `work/` for the archive step.
 
-    An image drawn several times is decoded once per decoder; each content is uploaded once.
+    Validation comes first: only bytes that passed it (or are kept as quarantine evidence) are
+    written. The objects sit in the archive's key space but stay on the short clock until the
+    revision's manifest is published: the work marker written here, before any of them, covers
+    the revision's archive prefix while it has no complete manifest (retention/material.py), so
+    a revision that never publishes loses them with its other working material.
+
+    An image drawn several times is decoded once per decoder; each content is uploaded once, and
+    only if absent (a retry or a rerun writes nothing new).
     """
     started = utc_now()
     lease = lease_for(settings, owner)
@@ -184,11 +194,11 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
-        mark_work(store, task.ref, settings)  # this task's work objects come later than staging
+        mark_work(store, task.ref, settings)  # before this task's objects, later than staging
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
             for outcome, key, md5 in _decode(uploads, task, path, settings):
                 records.append(
-                    {**asdict(outcome), "work_key": key, "md5": md5, "lease": lease.lease_until}
+                    {**asdict(outcome), "object_key": key, "md5": md5, "lease": lease.lease_until}
                 )
     records.sort(key=lambda r: (r["page"], r["index"]))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
@@ -196,8 +206,9 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     valid = sum(r["state"] == "validated" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
     return ExtractedTask(
-        task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak
-    )
+        task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak,
+        uploads.created,
+    )  # fmt: skip
 
 
 def _decode(
@@ -214,9 +225,9 @@ def _decode(
             if item.outcome is None:  # the same image as an earlier draw
                 outcome, key = known[item.xref]
             else:
-                outcome, key = item.outcome, _work_key(task, item.outcome, item.payload)
+                outcome, key = item.outcome, _object_key(task, item.outcome, item.payload)
                 if key and key not in written and item.payload:
-                    uploads.put_bytes(key, item.payload)
+                    uploads.put_if_absent(key, item.payload)
                     written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
                 if item.xref:
                     known[item.xref] = (outcome, key)
