@@ -18,10 +18,15 @@ only looks at which variables are set, to know which ones to wire):
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
+import boto3
+import botocore.session
 import dagster as dg
+from botocore.handlers import disable_signing
 from dagster_aws.s3 import S3Resource
+from dagster_aws.utils import construct_boto_client_retry_config
 from pydantic import PrivateAttr
 
 from report_pipeline.core.intake.s3_source import S3PrefixSource
@@ -33,6 +38,50 @@ from report_pipeline.defs.resources import InboxResource, StoreResource, _build
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
 # store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.
 CLIENT_ATTEMPTS = 3
+
+
+_loader_lock = threading.Lock()
+_loader: Any = None  # botocore's data loader, shared by every client this process makes
+
+
+def _boto3_session(profile_name: str | None) -> boto3.session.Session:
+    """A new boto3 session (its own credentials, profile and environment, read now) whose
+    botocore data loader is shared by the process: the JSON service models it parses (S3's,
+    the endpoint rules) take 0.1-0.3 s per session, once instead of once per client."""
+    global _loader
+    with _loader_lock:
+        core = botocore.session.Session()
+        if _loader is None:
+            _loader = core.get_component("data_loader")
+        core.register_component("data_loader", _loader)
+        session = boto3.session.Session(botocore_session=core, profile_name=profile_name)
+        # boto3 appends its own data folder to the loader's search path for every session
+        _loader.search_paths[:] = list(dict.fromkeys(_loader.search_paths))
+    return session
+
+
+class S3ClientResource(S3Resource):
+    """`dagster_aws`'s S3Resource, configured the same way, whose clients cost ~10 ms instead of
+    ~0.1-0.3 s each: a production run makes three (store, report source, IO manager), and each
+    S3Resource.get_client() started a boto3 session that parsed botocore's service models again.
+    Each client still gets a session of its own (credentials, profile and environment are read
+    when it is made); only the parsed models are shared (`_boto3_session`)."""
+
+    def get_client(self) -> Any:
+        client = _boto3_session(self.profile_name).client(
+            "s3",
+            region_name=self.region_name,
+            use_ssl=self.use_ssl,
+            verify=self.verify,
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.aws_access_key_id,
+            aws_secret_access_key=self.aws_secret_access_key,
+            aws_session_token=self.aws_session_token,
+            config=construct_boto_client_retry_config(self.max_attempts),
+        )
+        if self.use_unsigned_session:
+            client.meta.events.register("choose-signer.s3.*", disable_signing)
+        return client
 
 
 class S3StoreResource(StoreResource):
@@ -64,7 +113,7 @@ def _env(*names: str) -> Any:
 def s3_resource_from_env(endpoint_url: str = "", attempts: int = CLIENT_ATTEMPTS) -> S3Resource:
     """An S3Resource whose endpoint and region come from the environment (see module doc)."""
     endpoint = endpoint_url or _env("REPORT_PIPELINE_S3_ENDPOINT", "AWS_ENDPOINT_URL")
-    return S3Resource(
+    return S3ClientResource(
         endpoint_url=endpoint,
         region_name=_env("AWS_REGION", "AWS_DEFAULT_REGION"),
         max_attempts=attempts,
@@ -115,7 +164,7 @@ def s3_source_client(endpoint_url: str = "", region: str = "") -> Any:
     while the inbox resource is in use, so it reads the environment directly."""
     endpoint = endpoint_url or os.environ.get("REPORT_PIPELINE_S3_ENDPOINT") or None
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    resource = S3Resource(
+    resource = S3ClientResource(
         endpoint_url=endpoint, region_name=region or None, max_attempts=CLIENT_ATTEMPTS
     )  # AWS_ENDPOINT_URL, when set and no endpoint is given here, is read by boto3 itself
     return resource.get_client()
