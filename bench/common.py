@@ -35,3 +35,36 @@ def write_json(out_dir: Path, record: dict[str, Any], prefix: str = "") -> Path:
     path = out_dir / f"{prefix}{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
     return path
+
+
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def proc_cpu(pid: int) -> float:
+    """utime + stime of one process from /proc (Linux), in seconds; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def pids_with(text: str) -> list[int]:
+    """Processes whose command line contains `text` (Linux /proc; none elsewhere)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in line:
+            found.append(int(entry.name))
+    return found
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and its waited-for children (decoders), so far."""
+    import resource
+
+    me, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime

@@ -24,7 +24,7 @@ from statistics import median
 import dagster as dg
 
 from bench import common, measure
-from bench.common import ROOT, BenchError
+from bench.common import ROOT, BenchError, own_cpu, pids_with, proc_cpu
 from bench.measure import MONTH, QUIET, Sample
 from report_pipeline import local_s3
 from report_pipeline.definitions import build_defs
@@ -36,7 +36,8 @@ VARIANTS = ["plain", "dagster", "dagster_production"]
 
 
 def production(pdf: Path, scratch: Path, server: Server, endpoint: str) -> Sample:
-    """extract_report_job for one partition, the report read from the S3 inbox."""
+    """extract_report_job for one partition, the report read from the S3 inbox. Besides the
+    times: the CPU seconds moto's server and this process (with its decoders) spent in the run."""
     s3 = local_s3.client(endpoint)
     bucket, inbox = (local_s3.private_bucket(s3, f"b-{uuid.uuid4().hex[:16]}") for _ in "12")
     s3.put_object(Bucket=inbox, Key=f"incoming/{MONTH}/{pdf.name}", Body=pdf.read_bytes())
@@ -60,12 +61,19 @@ def production(pdf: Path, scratch: Path, server: Server, endpoint: str) -> Sampl
         # later clients share them, defs/s3_resources.py): make each run pay that parse here
         # too, instead of only the first run of this long-lived process.
         s3_resources._loader = None  # noqa: SLF001
+        moto = [
+            pid for pid in pids_with("moto_server") if pid in pids_with(endpoint.split(":")[-1])
+        ]
         with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
+            cpu = (sum(map(proc_cpu, moto)), own_cpu())
             start = time.perf_counter()
             result = job.execute_in_process(
                 partition_key=MONTH, instance=instance, run_config=QUIET, raise_on_error=False
             )
-            sample = measure._summarise(result, instance, time.perf_counter() - start)  # noqa: SLF001
+            wall = time.perf_counter() - start
+            moto_cpu, run_cpu = sum(map(proc_cpu, moto)) - cpu[0], own_cpu() - cpu[1]
+            sample = measure._summarise(result, instance, wall)  # noqa: SLF001
+            sample.update(moto_cpu_s=moto_cpu, cpu_s=run_cpu)
     archived = s3.list_objects_v2(Bucket=bucket, Prefix="archive/")["KeyCount"]
     logs = s3.list_objects_v2(Bucket=bucket, Prefix="dagster/compute_logs/")["KeyCount"]
     io = s3.list_objects_v2(Bucket=bucket, Prefix="dagster/io/")["KeyCount"]
@@ -81,15 +89,19 @@ def bench_report(pdf: Path, scratch: Path, server: Server, endpoint: str, repeat
         "dagster_production": lambda: production(pdf, scratch, server, endpoint),
     }
     samples: dict[str, list[Sample]] = defaultdict(list)
+    loads = []
     for i in range(repeat + 1):  # round 0: untimed warm-up
+        load = os.getloadavg()[0]
         done = {name: run() for name, run in runs.items()}
         for name in VARIANTS[1:]:
             measure.check_counts(done["plain"]["counts"], done[name], f"{pdf.name} {name}")
         label = "warm-up" if i == 0 else f"round {i}/{repeat}"
-        print(f"  {label}: " + "  ".join(f"{n} {s['wall_s']:.2f}s" for n, s in done.items()))
+        times = "  ".join(f"{n} {s['wall_s']:.2f}s" for n, s in done.items())
+        print(f"  {label}: {times}  (load {load:.1f})")
         for name, sample in done.items():
             if i:
                 samples[name].append(sample)
+        loads += [load] if i else []
     plain = [s["wall_s"] for s in samples["plain"]]
     rows = {}
     for name in VARIANTS:
@@ -99,7 +111,19 @@ def bench_report(pdf: Path, scratch: Path, server: Server, endpoint: str, repeat
                 "median_s": median(values),
                 "paired_ratio": median(v / p for v, p in zip(values, plain, strict=True)),
             }
-    return {"name": pdf.name, "rows": rows, "samples": dict(samples)}
+    ratios = [s["wall_s"] / p for s, p in zip(samples["dagster_production"], plain, strict=True)]
+    cpu = {
+        "moto_cpu_s": median(s["moto_cpu_s"] for s in samples["dagster_production"]),
+        "run_cpu_s": median(s["cpu_s"] for s in samples["dagster_production"]),
+        # moto's CPU ran on the run's two cores: without it the wall would be somewhere between
+        # wall - moto CPU (had every moto CPU second delayed the run) and the wall itself
+        "wall_minus_moto_paired_ratio": median(
+            (s["wall_s"] - s["moto_cpu_s"]) / p
+            for s, p in zip(samples["dagster_production"], plain, strict=True)
+        ),
+        "paired_ratios": ratios,
+    }
+    return {"name": pdf.name, "rows": rows, "samples": dict(samples), "cpu": cpu, "loads": loads}
 
 
 GOAL = 1.5  # Postgres + S3 run / plain loop on local disk (issue 10)
@@ -141,10 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         for row, r in result["rows"].items():
             print(f"  {row:<28}{r['median_s']:>8.2f} s{r['paired_ratio']:>8.2f}x plain")
         ratio = result["rows"]["dagster_production wall_s"]["paired_ratio"]
+        cpu = result["cpu"]
+        print(f"  dagster_production CPU per run: moto {cpu['moto_cpu_s']:.2f} s, this process "
+              f"and its decoders {cpu['run_cpu_s']:.2f} s; wall minus moto's CPU "
+              f"{cpu['wall_minus_moto_paired_ratio']:.2f}x plain (a lower bound for an S3 that "
+              "costs this machine no CPU)")  # fmt: skip
         print(f"  goal {GOAL}x: {'met' if ratio <= GOAL else 'NOT met'}")
         if args.target is not None and ratio > args.target:
             over.append(result["name"])
-    record = {"machine": common.machine(), "args": vars(args), "reports": results}
+    load = os.getloadavg()
+    print(f"load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min)")
+    record = {"machine": common.machine(load=load), "args": vars(args), "reports": results}
     path = common.write_json(args.out, record, prefix="production-")
     print(f"\nwritten {path}  (total {time.perf_counter() - started:.0f} s)")
     for name in over:
