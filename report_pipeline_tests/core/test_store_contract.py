@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import LocalStore, PermanentStorageError
+from report_pipeline.core.storage.store import LocalStore, MissingObject, PermanentStorageError
 
 LAYOUT = {
     "staged/abc/source.pdf": b"%PDF-1.7",
@@ -162,8 +162,9 @@ def test_reads_are_capped(any_store, tmp_path):
     assert stat.S_IMODE((tmp_path / "ok").stat().st_mode) == 0o600
     for read in (lambda: any_store.get_bytes("nope", 5), lambda: any_store.size("nope"),
                  lambda: any_store.fetch("nope", tmp_path / "x", 5)):  # fmt: skip
-        with pytest.raises(PermanentStorageError, match="missing object"):
+        with pytest.raises(MissingObject, match="missing object") as caught:
             read()
+        assert isinstance(caught.value, PermanentStorageError)  # never retried
 
 
 def test_listings_paginate(any_store):

@@ -66,7 +66,7 @@ def archive(
     ]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
     store.put_bytes(children_key, json.dumps(children).encode())
-    store.delete(extracted.outcomes_key)
+    store.delete_many([extracted.outcomes_key])  # S3: one request (delete asks HEAD first)
     quarantined = sum(c["state"] == "quarantined" for c in children)
     archived = len(children) - quarantined
     result = ArchivedTask(

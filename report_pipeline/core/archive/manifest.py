@@ -10,7 +10,7 @@ from typing import Any
 
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention.retention import Deadlines, parse_iso
-from report_pipeline.core.storage.store import Store
+from report_pipeline.core.storage.store import MissingObject, Store
 
 SCHEMA_VERSION = 1
 JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
@@ -160,7 +160,10 @@ def tombstone(document: dict[str, Any], expired_at: str, size: int, objects: int
 
 def read(store: Store, key: str) -> dict[str, Any] | None:
     """The stored manifest at `key`, or None when there is none."""
-    return loads(store.get_bytes(key, JSON_CAP)) if store.exists(key) else None
+    try:
+        return loads(store.get_bytes(key, JSON_CAP))  # one GET, not a HEAD first
+    except MissingObject:
+        return None
 
 
 def quarantine_reasons(document: dict[str, Any]) -> Counter:

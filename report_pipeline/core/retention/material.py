@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from report_pipeline.core.archive import keys
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.storage.store import ObjectInfo, Store
+from report_pipeline.core.storage.store import MissingObject, ObjectInfo, Store
 
 
 def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
     """A revision's staged source and work objects, as they are in the store now."""
     staged = keys.staged_key(report_id, revision)
-    found = [ObjectInfo(staged, store.size(staged))] if store.exists(staged) else []
+    try:
+        found = [ObjectInfo(staged, store.size(staged))]  # one HEAD, not two
+    except MissingObject:
+        found = []
     return found + list(store.list(keys.work_prefix(revision)))
 
 

@@ -40,6 +40,7 @@ from report_pipeline.core.storage.s3_errors import (
     mapped,
 )
 from report_pipeline.core.storage.store import (
+    MissingObject,
     ObjectInfo,
     PermanentStorageError,
     check_key,
@@ -120,7 +121,7 @@ class S3Store:
                 body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
             except Exception as exc:
                 if s3_errors.error_code(exc) == "NoSuchKey":
-                    raise PermanentStorageError(f"missing object {key}") from None
+                    raise MissingObject(f"missing object {key}") from None
                 raise
         return MappedBody(body, "read", key)
 
@@ -140,7 +141,7 @@ class S3Store:
     def size(self, key: str) -> int:
         head = self._head(key)
         if head is None:
-            raise PermanentStorageError(f"missing object {key}")
+            raise MissingObject(f"missing object {key}")
         return int(head["ContentLength"])
 
     def delete(self, key: str) -> bool:

@@ -55,6 +55,11 @@ class PermanentStorageError(StorageError):
     """Missing objects, permissions, full disks: retrying will not help."""
 
 
+class MissingObject(PermanentStorageError):
+    """No object has that key (a read, `size` or `fetch` of it), on any store: a caller that
+    expects absence reads once and catches this instead of asking `exists` first."""
+
+
 def read_capped(key: str, source: BinaryIO, out: BinaryIO, max_bytes: int) -> None:
     """`copy_capped` from a store object, past the cap the store's permanent error."""
     try:
@@ -187,7 +192,7 @@ class LocalStore:
             with open(path, "rb") as handle:
                 data = handle.read(max_bytes + 1)
         except FileNotFoundError:
-            raise PermanentStorageError(f"missing object {key}") from None
+            raise MissingObject(f"missing object {key}") from None
         if len(data) > max_bytes:
             raise PermanentStorageError(f"object {key} is larger than {max_bytes} bytes")
         return data
@@ -197,7 +202,7 @@ class LocalStore:
         try:
             source = open(self._path(key), "rb")  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
-            raise PermanentStorageError(f"missing object {key}") from None
+            raise MissingObject(f"missing object {key}") from None
         fetch_into(key, source, dest, max_bytes)
 
     def exists(self, key: str) -> bool:
@@ -207,7 +212,7 @@ class LocalStore:
         try:
             return self._path(key).stat().st_size
         except FileNotFoundError:
-            raise PermanentStorageError(f"missing object {key}") from None
+            raise MissingObject(f"missing object {key}") from None
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """`delete` for each key, one after another (S3 sends them in batches)."""
