@@ -9,7 +9,6 @@ deployment's store resource.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.archive.manifest import quarantine_reasons, read
+from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment
@@ -26,12 +26,27 @@ SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def place_sample(month: str) -> None:
-    inbox = Path(os.environ.get("REPORT_PIPELINE_INBOX") or "var/inbox") / month
+def place_sample(month: str) -> str:
+    """Put the sample report where the deployment's primary report source reads `month`: the
+    local inbox folder, or its S3 bucket/prefix (make demo-production). Returns where, for a
+    person; an existing copy is left as it is."""
+    with dg.build_resources({"inbox": defs.resources["inbox"]}) as built:
+        source = built.inbox.source()
+    if isinstance(source, S3PrefixSource):
+        key = f"{source.prefix}{month}/{SAMPLE.name}"
+        listed = source.client.list_objects_v2(Bucket=source.bucket, Prefix=key, MaxKeys=1)
+        if not listed.get("KeyCount"):
+            source.client.put_object(
+                Bucket=source.bucket, Key=key, Body=SAMPLE.read_bytes(),
+                ServerSideEncryption="AES256",
+            )  # fmt: skip
+        return f"s3://{source.bucket}/{key}"
+    inbox = Path(source.root) / month
     inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = inbox / SAMPLE.name
     if not target.exists():
         shutil.copyfile(SAMPLE, target)
+    return str(target)
 
 
 def location(store: Store, key: str) -> str:
@@ -64,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--month", default="2026-10")
     args = parser.parse_args(argv)
-    place_sample(args.month)
+    print(f"Sample report: {place_sample(args.month)}")
     job = defs.resolve_job_def("extract_report_job")
     with dg.DagsterInstance.get() as instance:
         result = job.execute_in_process(
