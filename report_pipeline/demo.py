@@ -16,9 +16,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.archive.manifest import quarantine_reasons
-from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment
@@ -41,24 +40,6 @@ def location(store: Store, key: str) -> str:
     if hasattr(store, "bucket"):
         return f"s3://{store.bucket}/{store.prefix}{key}"
     return str(store.root / key)
-
-
-def summary(manifest: Manifest, location: str) -> str:
-    counts = manifest.counts
-    reasons = quarantine_reasons(manifest)
-    lines = [
-        f"report {manifest.report_id}  revision {manifest.parent_revision}  state {manifest.state}",
-        f"  pages                 {counts.pages}",
-        f"  image occurrences     {counts.expected} expected, {counts.accounted} accounted",
-        f"  images archived       {counts.archived} occurrences, "
-        f"{counts.distinct_images} distinct files ({counts.archived_bytes:,} bytes)",
-        f"  duplicate occurrences {counts.duplicate_occurrences}",
-        f"  quarantined           {counts.quarantined}"
-        + "".join(f"\n    {n} x {reason}" for reason, n in sorted(reasons.items())),
-        f"  first-attempt valid   {manifest.metrics.validated_first_attempt_pct}%",
-        f"  manifest              {location}",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,7 +38,7 @@ def test_the_retention_side_imports_no_pdf_stack():
 
 
 def test_the_archives_records_and_their_json_import_no_pdf_stack():
-    records = ("archive.records", "archive.store_json", "archive.manifest",
+    records = ("archive.records", "archive.store_json", "archive.manifest", "archive.summary",
                "archive.month_checks", "worker.outcome")  # fmt: skip
     modules = [f"report_pipeline.core.{name}" for name in records]
     assert not loaded_after_import(*modules) & set(PDF_STACK)
