@@ -9,10 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report_pipeline.core.archive.manifest import quarantine_reasons
+from report_pipeline.core.archive.store_json import manifest_to_json
+from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.settings import Limits, WorkerSettings
-from report_pipeline.core.wording import plural
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
@@ -79,20 +79,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _summary(manifest: dict) -> str:
-    counts = manifest["counts"]
-    reasons = quarantine_reasons(manifest)
-    lines = [
-        f"{manifest['state']}: {plural(counts['pages'], 'page')}, "
-        f"{plural(counts['expected'], 'image occurrence')}",
-        f"  archived {counts['archived']} ({plural(counts['distinct_images'], 'distinct PNG')}, "
-        f"{plural(counts['duplicate_occurrences'], 'duplicate occurrence')})",
-        f"  quarantined {counts['quarantined']}",
-    ]
-    lines += [f"    {n} x {reason}" for reason, n in sorted(reasons.items())]
-    return "\n".join(lines)
-
-
 def _preview(args: argparse.Namespace) -> int:
     from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 
@@ -110,8 +96,11 @@ def _preview(args: argparse.Namespace) -> int:
     except UnsafeScratch as unsafe:
         print(f"report-pipeline: failed: unsafe scratch folder: {unsafe}", file=sys.stderr)
         return EXIT_ERROR
-    print(json.dumps(manifest, indent=1) if args.json else _summary(manifest))
-    return 0 if manifest["state"] == "complete" else EXIT_FAILED
+    if args.json:
+        print(json.dumps(manifest_to_json(manifest), indent=1))
+    else:
+        print(summary(manifest, str(args.out / "manifest.json")))
+    return 0 if manifest.state == "complete" else EXIT_FAILED
 
 
 def _submit(args: argparse.Namespace) -> int:

@@ -23,8 +23,8 @@ def test_new_extractor_version_re_extracts_into_a_new_revision(store, settings):
     pdf = fixture_pdf("repeated_image.pdf")
     old = run_report(store, pdf, settings, "inbox", "2026-10")
     new = run_report(store, pdf, replace(settings, extractor_version="next"), "inbox", "2026-10")
-    assert new["parent_revision"] != old["parent_revision"]
-    assert new["extractor_version"] == "next" and new["counts"] == old["counts"]
+    assert new.parent_revision != old.parent_revision
+    assert new.extractor_version == "next" and new.counts == old.counts
     assert len([o for o in store.list("archive") if o.key.endswith("manifest.json")]) == 2
 
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.retention import audit, janitor, retention_audit
 from report_pipeline.core.retention.retention import parse_iso, utc_now
 from report_pipeline.core.worker.workdir import private_workdir
@@ -86,18 +87,18 @@ def test_unfinished_revision_fails_three_checks_until_the_janitor_removes_it(sto
 
 def test_archive_expires_into_a_tombstone_on_the_long_clock(run_fixture, store, settings):
     manifest = run_fixture("repeated_image.pdf")
-    expires = parse_iso(manifest["deadlines"]["archive_delete_by"])
+    expires = parse_iso(manifest.deadlines.archive_delete_by)
     later = expires + 11 * MIN
     failing = checks(store, settings, later)["archive_within_retention"]
     assert not failing.passed and failing.metadata["overdue_bytes"] > 0
     sweep = janitor.run(store, settings.work_root, later, settings.retention)
     (event,) = [e for e in sweep.deletions if e.kind == "archive"]
     assert event.objects > 2 and event.lag_seconds == pytest.approx(660, abs=60)
-    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    prefix = f"archive/{manifest.report_id}/{manifest.parent_revision}"
     assert [o.key for o in store.list(prefix)] == [f"{prefix}/manifest.json"]
-    tomb = json.loads(store.get_bytes(f"{prefix}/manifest.json", 1 << 26))
-    assert tomb["state"] == "expired" and {c["state"] for c in tomb["children"]} == {"expired"}
-    assert tomb["deleted"]["bytes"] == event.bytes and tomb["deadlines"] == manifest["deadlines"]
+    tomb = read_manifest(store, f"{prefix}/manifest.json")
+    assert tomb.state == "expired" and {c.state for c in tomb.children} == {"expired"}
+    assert tomb.deleted.bytes == event.bytes and tomb.deadlines == manifest.deadlines
     assert all(o.passed for o in checks(store, settings, later).values())
     again = janitor.run(store, settings.work_root, later + MIN, settings.retention)
     assert again.deletions == []  # idempotent: already gone is done
@@ -118,11 +119,11 @@ def test_archive_matches_manifest_finds_missing_tampered_and_orphan_objects(
     run_fixture, store, settings
 ):
     manifest = run_fixture("truncated_jpeg.pdf")
-    archived = next(c for c in manifest["children"] if c["state"] == "archived")
-    quarantined = next(c for c in manifest["children"] if c["state"] == "quarantined")
-    store.put_bytes(archived["object_key"], b"tampered")
-    store.delete(quarantined["object_key"])
-    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    archived = next(c for c in manifest.children if c.state == "archived")
+    quarantined = next(c for c in manifest.children if c.state == "quarantined")
+    store.put_bytes(archived.object_key, b"tampered")
+    store.delete(quarantined.object_key)
+    prefix = f"archive/{manifest.report_id}/{manifest.parent_revision}"
     store.put_bytes(f"{prefix}/images/{'0' * 64}.png", b"stray")
     outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
     assert not outcome.passed

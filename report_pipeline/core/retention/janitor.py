@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
 from report_pipeline.core.retention import audit, deadlines, untracked
 from report_pipeline.core.retention.audit import Deletion
@@ -103,8 +104,8 @@ def revision_material(store: Store, report_id: str, revision: str) -> list[Objec
     """A revision's working material: staged source, work objects and, while it has no complete
     (or expired) manifest, whatever it put in the archive."""
     found = working_objects(store, report_id, revision)
-    document = mf.read(store, manifest_key(report_id, revision))
-    if document is None or document["state"] == "incomplete":
+    manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
+    if manifest is None or manifest.state == "incomplete":
         found += list(store.list(archive_prefix(report_id, revision)))
     return found
 
@@ -140,10 +141,10 @@ def expire_revision(
     key = manifest_key(report_id, revision)
     objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
     event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
-    document = mf.read(store, key)
-    if document and document["state"] != "expired":
+    manifest = store_json.read_manifest(store, key)
+    if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)
-        store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
+        store_json.write_manifest(store, key, mf.tombstone(manifest, iso(now), size, len(objects)))
     return event
 
 
