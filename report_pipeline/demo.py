@@ -19,7 +19,7 @@ import dagster as dg
 from report_pipeline.core.manifest import quarantine_reasons, read
 from report_pipeline.core.storage import Store
 from report_pipeline.definitions import defs
-from report_pipeline.defs.deployment import PRODUCTION, deployment
+from report_pipeline.defs.deployment import DEFAULT_ROOTS, INBOX_ENV, PRODUCTION, deployment
 
 SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
 # The console shows warnings only; every event is still in the run's log in the UI.
@@ -27,7 +27,8 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def place_sample(month: str) -> None:
-    inbox = Path(os.environ.get("REPORT_PIPELINE_INBOX") or "var/inbox") / month
+    """Into the local inbox, where the deployment wires it (its variable, else the default)."""
+    inbox = Path(os.environ.get(INBOX_ENV) or DEFAULT_ROOTS[INBOX_ENV]) / month
     inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = inbox / SAMPLE.name
     if not target.exists():

@@ -18,6 +18,7 @@ from report_pipeline.core import janitor
 from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage import LocalStore
 from report_pipeline.core.workdir import read_lease
+from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.graphql_api import GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for
@@ -25,7 +26,9 @@ from report_pipeline_tests.operate.test_reexecution import MONTH, assert_one_com
 
 LOGS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
     events { __typename ... on MessageEvent { message stepKey } } } } }"""
-SETTINGS = {"resources": {"settings": {"config": {"pages_per_task": 20}}}}  # 7 tasks
+# 7 tasks, as the Launchpad sets it: stage_report's op config. (Resource run config naming only
+# pages_per_task is refused: the settings resource's work root has no default to fall back to.)
+SETTINGS = stage_report_run_config({"pages_per_task": 20})
 
 
 def events(live: LiveDagster, run_id: str) -> list[dict]:
