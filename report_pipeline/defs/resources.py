@@ -6,10 +6,10 @@ as `dg.EnvVar` when its variable is set or as the embedded default (var/inbox, v
 var/work), and no resource reads the environment itself. Required fields are the safety net:
 a run whose run config gives a resource any field replaces everything the resource was built
 with (Dagster applies run config to the whole resource, and missing fields take the class
-defaults), so a root with a class default would silently move, e.g. decoded material out of
-the configured work root. Without one, such run config is refused before the run starts
-("Missing required config entry"); run config that names the root too is honoured. Per-run
-knobs are op config instead (`stage_report`'s `pages_per_task`).
+defaults), so a root with a class default would silently become that default: decoded
+material outside the configured work root, say. Without one, such run config is refused before
+the run starts ("Missing required config entry"); run config that names the root too is
+honoured. Per-run knobs are op config instead (`stage_report`'s `pages_per_task`).
 """
 
 from __future__ import annotations
