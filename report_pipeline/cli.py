@@ -104,20 +104,24 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    import dagster as dg
+
     from report_pipeline.core.intake.submission import submit
-    from report_pipeline.definitions import defs
+    from report_pipeline.defs.deployment import deployment, resources_for
     from report_pipeline.defs.ops import stage_report_run_config
     from report_pipeline.defs.partitions import monthly_partitions
     from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 
-    resources = defs.resources or {}
+    # The deployment's resources, wired from this process's environment now and built as a run
+    # builds them (their dg.EnvVar roots resolved): the same roots the code location uses.
+    resources = resources_for(deployment())
     launcher = GraphQLLauncher(args.url, stage_report_run_config, args.location)
     try:
-        done = submit(
-            args.ref, args.month, resources["inbox"].report_sources(),
-            resources["settings"].settings(), monthly_partitions.has_partition_key, launcher,
-            resources["store"].get_store(),
-        )  # fmt: skip
+        with dg.build_resources({k: resources[k] for k in ("inbox", "settings", "store")}) as built:
+            done = submit(
+                args.ref, args.month, built.inbox.report_sources(), built.settings.settings(),
+                monthly_partitions.has_partition_key, launcher, built.store.get_store(),
+            )  # fmt: skip
     except RefusedInput as refused:
         name, code = _refusal_class(refused.code)
         _say(args, code, f"refused ({refused.code}): {refused.message}", refusal=refused.code,
