@@ -16,11 +16,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from bench.common import BenchError
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import children_key
+from report_pipeline.core.archive.records import ChildRecord
 from report_pipeline.core.intake.intake import report_id_for
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention import deadlines
@@ -86,17 +87,16 @@ def crashed_workdir(work_root: Path, removable: datetime, policy: RetentionPolic
     return directory
 
 
-def _child(page: int, index: int, data: bytes, ref: RevisionRef, at: str) -> dict[str, Any]:
+def _child(page: int, index: int, data: bytes, ref: RevisionRef, at: str) -> ChildRecord:
     digest = hashlib.sha256(data).hexdigest()
-    return {
-        "sequence": 0, "page": page, "index": index, "state": "archived", "attempts": 1,
-        "validated_first_attempt": True, "queued_at": at, "started_at": at, "finished_at": at,
-        "content_hash": digest, "width": 64, "height": 48, "format": "png", "mode": "RGB",
-        "bytes": len(data), "stream_bytes": len(data), "declared_type": "DCTDecode",
-        "signature": "png", "quarantine_reason": None, "quarantine_detail": None,
-        "object_key": ref.image_key(digest), "cleanup_lease": at, "origin": "xobject",
-        "xref": 10 + index,
-    }  # fmt: skip
+    return ChildRecord(
+        sequence=0, page=page, index=index, state="archived", attempts=1,
+        validated_first_attempt=True, queued_at=at, started_at=at, finished_at=at,
+        content_hash=digest, width=64, height=48, format="png", mode="RGB",
+        bytes=len(data), stream_bytes=len(data), declared_type="DCTDecode",
+        signature="png", quarantine_reason=None, quarantine_detail=None,
+        object_key=ref.image_key(digest), cleanup_lease=at, origin="xobject", xref=10 + index,
+    )  # fmt: skip
 
 
 def archived_revision(store: LocalStore, ref: RevisionRef, archive_by: datetime,
@@ -109,13 +109,13 @@ def archived_revision(store: LocalStore, ref: RevisionRef, archive_by: datetime,
     records = [_child(p, i, data, ref, at) for (p, i), data in zip(places, images, strict=True)]
     store.put_bytes(ref.plan_key, json.dumps({"expected": EXPECTED, "queued_at": at}).encode())
     for record, data in zip(records, images, strict=True):
-        store.put_bytes(record["object_key"], data)
+        store.put_bytes(record.object_key, data)
     children = children_key(ref.report_id, ref.revision, TASK_KEY)
-    store.put_bytes(children, json.dumps(records).encode())
-    document = mf.build_manifest(ref, EXPECTED, mf.sequenced(records),
+    store_json.write_children(store, children, records)
+    manifest = mf.build_manifest(ref, EXPECTED, mf.sequenced(records),
                                  deadlines_for(archived_at, policy), at)  # fmt: skip
-    store.put_bytes(ref.manifest_key, mf.dumps(document))
-    expires = parse_iso(document["deadlines"]["archive_delete_by"])
+    store_json.write_manifest(store, ref.manifest_key, manifest)
+    expires = parse_iso(manifest.deadlines.archive_delete_by)
     deadlines.record(store, deadlines.ARCHIVE, expires, ref.report_id, ref.revision)
 
 
@@ -157,8 +157,8 @@ def check_first(state: State, sweep: JanitorPass) -> None:
         raise BenchError("a workdir that is not due was touched")
     for ref in state.due_revisions:
         keys = [o.key for o in state.store.list(ref.archive_prefix)]
-        document = mf.read(state.store, ref.manifest_key)
-        if keys != [ref.manifest_key] or document["state"] != "expired":
+        manifest = store_json.read_manifest(state.store, ref.manifest_key)
+        if keys != [ref.manifest_key] or manifest is None or manifest.state != "expired":
             raise BenchError(f"revision {ref.revision} did not expire into a tombstone")
     for ref in state.kept_revisions:
         if len(list(state.store.list(ref.archive_prefix))) != OBJECTS:

@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN) -> Sample:
         start = time.perf_counter()
         manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
         wall = time.perf_counter() - start
-    return {"wall_s": wall, "counts": manifest["counts"]}
+    return {"wall_s": wall, "counts": asdict(manifest.counts)}
 
 
 def _definitions(tmp: Path, pdf: Path) -> dg.Definitions:
@@ -105,7 +106,7 @@ def _summarise(result: Any, instance: dg.DagsterInstance, wall: float) -> Sample
         "steps": len(done),
         "tasks": len(tasks),
         "op_s": _op_seconds(instance, result.run_id),
-        "counts": result.output_for_node("report_manifest")["counts"],
+        "counts": asdict(result.output_for_node("report_manifest").counts),
     }
 
 

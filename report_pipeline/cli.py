@@ -9,10 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report_pipeline.core.archive.manifest import quarantine_reasons
+from report_pipeline.core.archive.store_json import manifest_to_json
+from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.settings import Limits, WorkerSettings
-from report_pipeline.core.wording import plural
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
@@ -79,20 +79,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _summary(manifest: dict) -> str:
-    counts = manifest["counts"]
-    reasons = quarantine_reasons(manifest)
-    lines = [
-        f"{manifest['state']}: {plural(counts['pages'], 'page')}, "
-        f"{plural(counts['expected'], 'image occurrence')}",
-        f"  archived {counts['archived']} ({plural(counts['distinct_images'], 'distinct PNG')}, "
-        f"{plural(counts['duplicate_occurrences'], 'duplicate occurrence')})",
-        f"  quarantined {counts['quarantined']}",
-    ]
-    lines += [f"    {n} x {reason}" for reason, n in sorted(reasons.items())]
-    return "\n".join(lines)
-
-
 def _preview(args: argparse.Namespace) -> int:
     from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 
@@ -110,25 +96,32 @@ def _preview(args: argparse.Namespace) -> int:
     except UnsafeScratch as unsafe:
         print(f"report-pipeline: failed: unsafe scratch folder: {unsafe}", file=sys.stderr)
         return EXIT_ERROR
-    print(json.dumps(manifest, indent=1) if args.json else _summary(manifest))
-    return 0 if manifest["state"] == "complete" else EXIT_FAILED
+    if args.json:
+        print(json.dumps(manifest_to_json(manifest), indent=1))
+    else:
+        print(summary(manifest, str(args.out / "manifest.json")))
+    return 0 if manifest.state == "complete" else EXIT_FAILED
 
 
 def _submit(args: argparse.Namespace) -> int:
+    import dagster as dg
+
     from report_pipeline.core.intake.submission import submit
-    from report_pipeline.definitions import defs
+    from report_pipeline.defs.deployment import deployment, resources_for
     from report_pipeline.defs.ops import stage_report_run_config
     from report_pipeline.defs.partitions import monthly_partitions
     from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 
-    resources = defs.resources or {}
+    # The deployment's resources, wired from this process's environment now and built as a run
+    # builds them (their dg.EnvVar roots resolved): the same roots the code location uses.
+    resources = resources_for(deployment())
     launcher = GraphQLLauncher(args.url, stage_report_run_config, args.location)
     try:
-        done = submit(
-            args.ref, args.month, resources["inbox"].report_sources(),
-            resources["settings"].settings(), monthly_partitions.has_partition_key, launcher,
-            resources["store"].get_store(),
-        )  # fmt: skip
+        with dg.build_resources({k: resources[k] for k in ("inbox", "settings", "store")}) as built:
+            done = submit(
+                args.ref, args.month, built.inbox.report_sources(), built.settings.settings(),
+                monthly_partitions.has_partition_key, launcher, built.store.get_store(),
+            )  # fmt: skip
     except RefusedInput as refused:
         name, code = _refusal_class(refused.code)
         _say(args, code, f"refused ({refused.code}): {refused.message}", refusal=refused.code,

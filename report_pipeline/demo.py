@@ -9,14 +9,15 @@ deployment's store resource.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.archive.manifest import quarantine_reasons, read
+from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.archive.summary import summary
+from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment
@@ -26,12 +27,27 @@ SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def place_sample(month: str) -> None:
-    inbox = Path(os.environ.get("REPORT_PIPELINE_INBOX") or "var/inbox") / month
+def place_sample(month: str) -> str:
+    """Put the sample report where the deployment's primary report source reads `month`: the
+    local inbox folder, or its S3 bucket/prefix (make demo-production). Returns where, for a
+    person; an existing copy is left as it is."""
+    with dg.build_resources({"inbox": defs.resources["inbox"]}) as built:
+        source = built.inbox.source()
+    if isinstance(source, S3PrefixSource):
+        key = f"{source.prefix}{month}/{SAMPLE.name}"
+        listed = source.client.list_objects_v2(Bucket=source.bucket, Prefix=key, MaxKeys=1)
+        if not listed.get("KeyCount"):
+            source.client.put_object(
+                Bucket=source.bucket, Key=key, Body=SAMPLE.read_bytes(),
+                ServerSideEncryption="AES256",
+            )  # fmt: skip
+        return f"s3://{source.bucket}/{key}"
+    inbox = Path(source.root) / month
     inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = inbox / SAMPLE.name
     if not target.exists():
         shutil.copyfile(SAMPLE, target)
+    return str(target)
 
 
 def location(store: Store, key: str) -> str:
@@ -41,30 +57,11 @@ def location(store: Store, key: str) -> str:
     return str(store.root / key)
 
 
-def summary(manifest: dict, location: str) -> str:
-    counts = manifest["counts"]
-    reasons = quarantine_reasons(manifest)
-    lines = [
-        f"report {manifest['report_id']}  revision {manifest['parent_revision']}  "
-        f"state {manifest['state']}",
-        f"  pages                 {counts['pages']}",
-        f"  image occurrences     {counts['expected']} expected, {counts['accounted']} accounted",
-        f"  images archived       {counts['archived']} occurrences, "
-        f"{counts['distinct_images']} distinct files ({counts['archived_bytes']:,} bytes)",
-        f"  duplicate occurrences {counts['duplicate_occurrences']}",
-        f"  quarantined           {counts['quarantined']}"
-        + "".join(f"\n    {n} x {reason}" for reason, n in sorted(reasons.items())),
-        f"  first-attempt valid   {manifest['metrics']['validated_first_attempt_pct']}%",
-        f"  manifest              {location}",
-    ]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--month", default="2026-10")
     args = parser.parse_args(argv)
-    place_sample(args.month)
+    print(f"Sample report: {place_sample(args.month)}")
     job = defs.resolve_job_def("extract_report_job")
     with dg.DagsterInstance.get() as instance:
         result = job.execute_in_process(
@@ -74,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         failures = [e.message for e in result.all_events if e.is_step_failure]
         print("run failed:", *failures, sep="\n  ", file=sys.stderr)
         return 1
-    value = result.output_for_node("report_manifest")
+    published = result.output_for_node("report_manifest")
     with dg.build_resources({"store": defs.resources["store"]}) as built:  # the deployment's
         store = built.store.get_store()
-        manifest = read(store, value["manifest_key"])
+        manifest = read_manifest(store, published.manifest_key)
     events = result.get_asset_materialization_events()
     (event,) = [e for e in events if e.asset_key.path == ["report_manifest"]]
     reused = event.materialization.metadata["reused_existing_manifest"].value
@@ -85,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Dagster run {result.run_id} succeeded.")
     if reused:
         print("The report is unchanged since the last run: nothing was extracted or written.")
-    print(summary(manifest, location(store, value["manifest_key"])))
+    print(summary(manifest, location(store, published.manifest_key)))
     for check in checks:  # the month's checks, as its partition shows them in the UI
         verdict = "passed" if check.passed else f"failed ({check.severity.value})"
         print(f"  check {check.check_name:<26} {verdict}")

@@ -6,8 +6,10 @@ server (moto, dev dependency group) are started for the purpose (and said so), a
 their data, when the command ends.
 
 DAGSTER_HOME is var/production/dagster_home (git-ignored), holding a fresh copy of the
-committed dagster.yaml each time. The store, op outputs and compute logs are in the bucket; the
-inbox (unless REPORT_PIPELINE_INBOX_BUCKET is set) and the work root stay local.
+committed dagster.yaml each time. The store, op outputs and compute logs are in the bucket. The
+inbox is an S3 bucket too (the local server's second bucket, or REPORT_PIPELINE_INBOX_BUCKET when
+set; with a bucket of your own and no inbox bucket, the local inbox folder). The work root stays
+local: it is each worker host's private scratch.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def postgres_url() -> Iterator[str]:
 
 
 LOCAL_BUCKET = "report-pipeline"
+LOCAL_INBOX_BUCKET = "report-pipeline-inbox"  # the primary report source, as a team would have it
 # Set in the commands' environment with the local S3 server: its endpoint and dummy credentials
 # replace any the machine has (a profile or real keys must not reach it, nor it them).
 AWS_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
@@ -72,16 +75,20 @@ def s3_env() -> Iterator[dict[str, str]]:
     from report_pipeline import local_s3
 
     with local_s3.moto_server() as endpoint:
-        local_s3.private_bucket(local_s3.client(endpoint), LOCAL_BUCKET)
+        client = local_s3.client(endpoint)
+        local_s3.private_bucket(client, LOCAL_BUCKET)
+        local_s3.private_bucket(client, LOCAL_INBOX_BUCKET)
         print(
             f"REPORT_PIPELINE_S3_BUCKET is not set: started a local S3 API server (moto) for this "
-            f"command at {endpoint} with bucket {LOCAL_BUCKET}; it is stopped and its objects "
+            f"command at {endpoint} with bucket {LOCAL_BUCKET} (store, op outputs, compute logs) "
+            f"and bucket {LOCAL_INBOX_BUCKET} (the report inbox); it is stopped and its objects "
             "are gone when the command ends. Set REPORT_PIPELINE_S3_BUCKET (and AWS_ENDPOINT_URL "
             "for MinIO) to use a real bucket.",
             flush=True,
         )
         yield {**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint,
-               "REPORT_PIPELINE_S3_BUCKET": LOCAL_BUCKET}  # fmt: skip
+               "REPORT_PIPELINE_S3_BUCKET": LOCAL_BUCKET,
+               "REPORT_PIPELINE_INBOX_BUCKET": LOCAL_INBOX_BUCKET}  # fmt: skip
 
 
 def production_env(url: str, s3: dict[str, str]) -> dict[str, str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage.s3_store import S3Store
@@ -38,10 +39,10 @@ def settings(tmp_path: Path) -> WorkerSettings:
 
 
 @pytest.fixture
-def run_fixture(store: LocalStore, settings: WorkerSettings) -> Callable[..., dict]:
+def run_fixture(store: LocalStore, settings: WorkerSettings) -> Callable[..., Manifest]:
     """Run a fixture PDF through the core pipeline (no Dagster) and return its manifest."""
 
-    def run(name: str, **kwargs) -> dict:
+    def run(name: str, **kwargs) -> Manifest:
         return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", **kwargs)
 
     return run

@@ -11,8 +11,9 @@ from report_pipeline_tests.conftest import fixture_pdf
 def test_preview_writes_pngs_and_a_manifest_privately(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["preview", str(fixture_pdf("truncated_jpeg.pdf")), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "quarantined 1" in printed and "1 x truncated" in printed
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[5:7] == ["  quarantined           1", "    1 x truncated"]
+    assert printed[-1] == f"  manifest              {out / 'manifest.json'}"
     pngs = list(out.glob("*.png"))
     assert len(pngs) == 1 and stat.S_IMODE(pngs[0].stat().st_mode) == 0o600
     assert stat.S_IMODE(out.stat().st_mode) == 0o700

@@ -2,7 +2,6 @@
 documented exit code and a reason, within 1.5 GiB of peak memory (the preview and its decoders),
 and nothing over the pixel cap is archived."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.settings import Limits
 from report_pipeline_tests.conftest import FIXTURES
 
@@ -50,11 +50,11 @@ def test_a_hostile_file_ends_with_a_reason_in_bounded_memory(name, tmp_path):
     if code == 3:
         assert "refused (" in stderr
         return
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    for child in manifest["children"]:
-        assert child["state"] == "archived" or child["quarantine_reason"]
-        if child["state"] == "archived":
-            assert child["width"] * child["height"] <= Limits.max_image_pixels
+    manifest = store_json.loads((tmp_path / "out" / "manifest.json").read_bytes())
+    for child in manifest.children:
+        assert child.state == "archived" or child.quarantine_reason
+        if child.state == "archived":
+            assert child.width * child.height <= Limits.max_image_pixels
 
 
 def test_a_dagster_run_on_hostile_images_stays_bounded_and_archives_nothing_over_the_cap(tmp_path):
@@ -78,6 +78,6 @@ def test_a_dagster_run_on_hostile_images_stays_bounded_and_archives_nothing_over
     assert os.waitstatus_to_exitcode(status) == 0
     assert usage.ru_maxrss < PEAK_LIMIT_KIB
     (manifest_path,) = (tmp_path / "store").rglob("manifest.json")
-    manifest = json.loads(manifest_path.read_text())
-    assert manifest["state"] == "complete" and manifest["counts"]["archived"] == 0
-    assert {c["quarantine_reason"] for c in manifest["children"]} == {"dimension_mismatch"}
+    manifest = store_json.loads(manifest_path.read_bytes())
+    assert manifest.state == "complete" and manifest.counts.archived == 0
+    assert {c.quarantine_reason for c in manifest.children} == {"dimension_mismatch"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from report_pipeline.core.archive import keys
+from report_pipeline.core.archive.records import Counts, Manifest
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,22 @@ class ArchivedTask:
     new_objects: int
     attempts: int
     peak_rss_kib: int
+
+
+@dataclass(frozen=True)
+class PublishedManifest:
+    """`report_manifest`'s value: where the revision's manifest is kept, and its counts. The
+    manifest itself stays in the store, under the revision's retention, never in an IO manager."""
+
+    report_id: str
+    revision: str
+    state: str
+    manifest_key: str
+    counts: Counts
+
+    @classmethod
+    def of(cls, manifest: Manifest, manifest_key: str) -> PublishedManifest:
+        return cls(
+            manifest.report_id, manifest.parent_revision, manifest.state, manifest_key,
+            manifest.counts,
+        )  # fmt: skip

@@ -7,9 +7,9 @@ benchmark's plain loop.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from report_pipeline.core.archive.archive import archive, publish
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker.worker import extract, stage
@@ -18,7 +18,7 @@ from report_pipeline.core.worker.worker import extract, stage
 def run_report(
     store: Store, source: Path, settings: WorkerSettings, source_name: str, month: str,
     pages_per_task: int = 0,
-) -> dict[str, Any]:  # fmt: skip
+) -> Manifest:  # fmt: skip
     staged, tasks = stage(store, source, source_name, month, 0, settings, "plain", pages_per_task)
     archived = []
     for task in tasks:

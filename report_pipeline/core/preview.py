@@ -14,9 +14,9 @@ import shutil
 import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from report_pipeline.core.archive.manifest import dumps
+from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.archive.store_json import dumps
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.retention.retention import utc_now
@@ -82,7 +82,7 @@ def copy_new_private(source: Path, target: Path) -> None:
         shutil.copyfileobj(src, out)
 
 
-def preview(source: Path, out_dir: Path, settings: WorkerSettings) -> dict[str, Any]:
+def preview(source: Path, out_dir: Path, settings: WorkerSettings) -> Manifest:
     """Process one PDF into `out_dir`: <content hash>.png per distinct image + manifest.json.
 
     `settings.work_root` is the scratch base (see `scratch_base`)."""
@@ -93,9 +93,9 @@ def preview(source: Path, out_dir: Path, settings: WorkerSettings) -> dict[str, 
         scratch_settings = replace(settings, work_root=scratch / "work")
         manifest = run_report(store, source, scratch_settings, "preview", month)
         out = output_folder(out_dir)
-        for child in manifest["children"]:
-            if child["object_key"] and child["state"] == "archived":
-                target = out / f"{child['content_hash']}.png"
-                copy_new_private(store.root / child["object_key"], target)
+        for child in manifest.children:
+            if child.object_key and child.state == "archived":
+                target = out / f"{child.content_hash}.png"
+                copy_new_private(store.root / child.object_key, target)
         write_private(out / "manifest.json", dumps(manifest))
     return manifest

@@ -19,10 +19,11 @@ from report_pipeline.defs.partitions import monthly_partitions
 def report_manifest():
     """The month's report as a private, validated image archive plus a manifest that accounts
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
-    small summary; the manifest itself lives in the store at `manifest_key`. Its per-month
-    checks (defs/month_checks.py) are evaluated by `publish_manifest` on this revision."""
+    small `PublishedManifest` (ids, state, counts); the manifest itself lives in the store at
+    `manifest_key`. Its per-month checks (defs/month_checks.py) are evaluated by
+    `publish_manifest` on this revision."""
     staged, tasks = stage_report()
     archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))
-    summary, *results = publish_manifest(staged, archived.collect())
+    published, *results = publish_manifest(staged, archived.collect())
     names = [spec.get_python_identifier() for spec in MONTH_CHECK_SPECS]
-    return {"result": summary, **dict(zip(names, results, strict=True))}
+    return {"result": published, **dict(zip(names, results, strict=True))}

@@ -3,8 +3,17 @@
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
-deployment (its container's environment; changing it means restarting the code server). Settings
-inside a resource (roots, buckets, endpoints) are still read when a run uses it.
+deployment (its container's environment; changing it means restarting the code server).
+
+The roots (REPORT_PIPELINE_INBOX, _STORE, _WORK) are wired here with `dg.EnvVar`, decided in
+`local_resources()`, i.e. when the definitions load, never at import of this module: a variable
+that is set (not empty) becomes `dg.EnvVar(name)`, whose value Dagster reads when a run, sensor
+or schedule builds the resource (and shows as the variable's name, not its value, in the UI); an
+unset one becomes the embedded default, var/inbox, var/store or var/work relative to the working
+directory. Always wiring `dg.EnvVar` would make every run fail where nothing is set, and
+defaulting at use time is what `dg.EnvVar` replaces. So setting or unsetting a root, like the
+deployment itself, takes a restart of the code location; a variable set at load and gone when a
+run starts fails that run (Dagster: "environment variable ... is not set"), never falls back.
 """
 
 from __future__ import annotations
@@ -35,12 +44,27 @@ def deployment() -> str:
     return name
 
 
+# Where things live: set by the deployment, never per run (see defs/resources.py).
+INBOX_ENV, STORE_ENV, WORK_ENV = (
+    "REPORT_PIPELINE_INBOX",
+    "REPORT_PIPELINE_STORE",
+    "REPORT_PIPELINE_WORK",
+)
+DEFAULT_ROOTS = {INBOX_ENV: "var/inbox", STORE_ENV: "var/store", WORK_ENV: "var/work"}
+
+
+def root(variable: str) -> str:
+    """`dg.EnvVar(variable)` when the variable is set (not empty) now, else its default root."""
+    return dg.EnvVar(variable) if os.environ.get(variable) else DEFAULT_ROOTS[variable]
+
+
 def local_resources() -> dict[str, Any]:
-    """The embedded default: local inbox, store and scratch; Dagster's filesystem IO manager."""
+    """The embedded default: local inbox, store and scratch under their roots (see above);
+    Dagster's filesystem IO manager."""
     return {
-        "inbox": InboxResource(),
-        "store": StoreResource(),
-        "settings": WorkerResource(),
+        "inbox": InboxResource(root=root(INBOX_ENV)),
+        "store": StoreResource(root=root(STORE_ENV)),
+        "settings": WorkerResource(work_root=root(WORK_ENV)),
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
     }
@@ -53,9 +77,10 @@ def production_resources() -> dict[str, Any]:
     lists the variables). The worker settings, clock and check settings are the local ones."""
     from report_pipeline.defs import s3_resources
 
+    local = local_resources()
     return {
-        **local_resources(),
-        "inbox": s3_resources.production_inbox_resource(),
+        **local,
+        "inbox": s3_resources.production_inbox_resource(local["inbox"]),
         "store": s3_resources.production_store_resource(),
         **s3_io_manager(),
     }

@@ -6,13 +6,12 @@ its long clock: the janitor deletes it with the revision's images. It never goes
 manager (which would keep a copy in DAGSTER_HOME, outside retention).
 """
 
-from typing import Any
-
 import dagster as dg
 import pandas as pd
 
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import manifest_table_key
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
@@ -33,20 +32,20 @@ SCHEMA = dg.TableSchema(
 )
 
 
-def frame(manifest: dict[str, Any]) -> pd.DataFrame:
+def frame(manifest: Manifest) -> pd.DataFrame:
     rows = [
         {
-            "sequence": c["sequence"],
-            "page": c["page"],
-            "origin": c["origin"],
-            "state": c["state"],
-            "reason": c["quarantine_reason"] or "",
-            "content_hash": c["content_hash"] or "",
-            "size": f"{c['width']}x{c['height']}",
-            "format": c["format"] or "",
-            "bytes": c["bytes"],
+            "sequence": c.sequence,
+            "page": c.page,
+            "origin": c.origin,
+            "state": c.state,
+            "reason": c.quarantine_reason or "",
+            "content_hash": c.content_hash or "",
+            "size": f"{c.width}x{c.height}",
+            "format": c.format or "",
+            "bytes": c.bytes,
         }
-        for c in manifest["children"]
+        for c in manifest.children
     ]
     return pd.DataFrame(rows, columns=[name for name, _, _ in COLUMNS])
 
@@ -76,11 +75,11 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     reason, content hash, size (width x height), format and bytes. Written once per revision
     (a rerun of an unchanged report finds it and writes nothing)."""
     backend = store.get_store()
-    manifest = mf.read(backend, _manifest_key(context))
+    manifest = store_json.read_manifest(backend, _manifest_key(context))
     if manifest is None:
         raise dg.Failure("the manifest of this partition is not in the store")
     df = frame(manifest)
-    key = manifest_table_key(manifest["report_id"], manifest["parent_revision"])
+    key = manifest_table_key(manifest.report_id, manifest.parent_revision)
     written = not backend.exists(key)
     if written:
         backend.put_bytes(key, df.to_csv(index=False).encode())
@@ -89,7 +88,7 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
             "dagster/column_schema": SCHEMA,
             "dagster/row_count": len(df),
             "month": context.partition_key,
-            "revision": manifest["parent_revision"],
+            "revision": manifest.parent_revision,
             "table_key": key,
             "written": written,
         }

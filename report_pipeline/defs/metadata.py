@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 import dagster as dg
 
+from report_pipeline.core.archive.records import ChildRecord, Manifest
 from report_pipeline.core.messages import ArchivedTask, PageTask, StagedReport
 
 
@@ -32,9 +34,9 @@ def page_group_metadata(task: PageTask) -> dict[str, Any]:
     }
 
 
-def task_metadata(archived: ArchivedTask, children: list[dict[str, Any]]) -> dict[str, Any]:
+def task_metadata(archived: ArchivedTask, children: list[ChildRecord]) -> dict[str, Any]:
     """Per-page visibility for a page group: its pages, and one table row per page."""
-    states = Counter((c["page"], c["state"]) for c in children)
+    states = Counter((c.page, c.state) for c in children)
     rows = []
     for page in range(archived.task.first_page, archived.task.last_page + 1):
         done, bad = states[(page, "archived")], states[(page, "quarantined")]
@@ -58,18 +60,18 @@ def task_metadata(archived: ArchivedTask, children: list[dict[str, Any]]) -> dic
     }
 
 
-def quarantine_table(children: list[dict[str, Any]]) -> dg.TableMetadataValue:
+def quarantine_table(children: tuple[ChildRecord, ...]) -> dg.TableMetadataValue:
     rows = [
         dg.TableRecord(
             {
-                "sequence": c["sequence"],
-                "page": c["page"],
-                "reason": c["quarantine_reason"],
-                "detail": c["quarantine_detail"] or "",
+                "sequence": c.sequence,
+                "page": c.page,
+                "reason": c.quarantine_reason,
+                "detail": c.quarantine_detail or "",
             }
         )  # fmt: skip
         for c in children
-        if c["state"] == "quarantined"
+        if c.state == "quarantined"
     ]
     schema = dg.TableSchema(
         columns=[
@@ -80,19 +82,19 @@ def quarantine_table(children: list[dict[str, Any]]) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(rows, schema)
 
 
-def manifest_metadata(manifest: dict[str, Any], key: str, reused: bool) -> dict[str, Any]:
-    counts, metrics = manifest["counts"], manifest["metrics"]
+def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, Any]:
+    metrics = manifest.metrics
     return {
-        "state": manifest["state"],
-        "repaired": manifest.get("repaired", False),
-        "revision": manifest["parent_revision"],
+        "state": manifest.state,
+        "repaired": manifest.repaired,
+        "revision": manifest.parent_revision,
         "manifest_key": key,
         "reused_existing_manifest": reused,
-        **{k: counts[k] for k in counts},
-        "validated_first_attempt_pct": metrics["validated_first_attempt_pct"],
-        "queue_age_p95_seconds": metrics["queue_age_p95_seconds"],
-        "decode_peak_rss_mib": round(metrics["peak_rss_kib"] / 1024, 1),
-        "work_delete_by": manifest["deadlines"]["work_delete_by"],
-        "archive_delete_by": manifest["deadlines"]["archive_delete_by"],
-        "quarantined_items": quarantine_table(manifest["children"]),
+        **asdict(manifest.counts),
+        "validated_first_attempt_pct": metrics.validated_first_attempt_pct,
+        "queue_age_p95_seconds": metrics.queue_age_p95_seconds,
+        "decode_peak_rss_mib": round(metrics.peak_rss_kib / 1024, 1),
+        "work_delete_by": manifest.deadlines.work_delete_by,
+        "archive_delete_by": manifest.deadlines.archive_delete_by,
+        "quarantined_items": quarantine_table(manifest.children),
     }

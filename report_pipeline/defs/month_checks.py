@@ -9,12 +9,12 @@ Every result also carries `month` and `revision` in its metadata.
 import warnings
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 import dagster as dg
 
 from report_pipeline.core.archive import month_checks
 from report_pipeline.core.archive.month_checks import Thresholds
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.retention.retention import parse_iso
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.partitions import monthly_partitions
@@ -66,16 +66,16 @@ def check_result(outcome: month_checks.CheckOutcome) -> dg.AssetCheckResult:
 
 
 def month_check_results(
-    store: Store, manifest: dict[str, Any], limits: Thresholds, now: datetime
+    store: Store, manifest: Manifest, limits: Thresholds, now: datetime
 ) -> Iterator[dg.AssetCheckResult]:
     """Every per-month check on the revision's manifest (figures of that revision only)."""
-    archived = manifest["state"] in month_checks.ARCHIVED_STATES
-    archived_at = parse_iso(manifest["created_at"]) if archived else None
+    archived = manifest.state in month_checks.ARCHIVED_STATES
+    archived_at = parse_iso(manifest.created_at) if archived else None
     for outcome in (
         month_checks.manifest_complete(manifest),
         month_checks.archive_matches_manifest(store, manifest),
         month_checks.first_attempt_validation(manifest, limits),
         month_checks.queue_age_p95(manifest, limits),
-        month_checks.archived_on_time(manifest["month"], archived_at, now, limits),
+        month_checks.archived_on_time(manifest.month, archived_at, now, limits),
     ):
         yield check_result(outcome)

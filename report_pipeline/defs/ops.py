@@ -10,7 +10,13 @@ from report_pipeline.core.intake.submission import (
     open_for_run,
     revision_tags,
 )
-from report_pipeline.core.messages import ArchivedTask, ExtractedTask, PageTask, StagedReport
+from report_pipeline.core.messages import (
+    ArchivedTask,
+    ExtractedTask,
+    PageTask,
+    PublishedManifest,
+    StagedReport,
+)
 from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.worker import worker
 from report_pipeline.defs.check_settings import CheckSettingsResource
@@ -154,7 +160,7 @@ def archive_pages(
 
 @dg.op(
     out={
-        "result": dg.Out(dict),
+        "result": dg.Out(PublishedManifest),
         **{spec.get_python_identifier(): dg.Out(is_required=False) for spec in MONTH_CHECK_SPECS},
     },
     retry_policy=STORAGE_RETRY,
@@ -185,13 +191,7 @@ def publish_manifest(
     manifest, reused = guarded(
         context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
     )
-    summary = {
-        "report_id": manifest["report_id"],
-        "revision": manifest["parent_revision"],
-        "state": manifest["state"],
-        "manifest_key": staged.ref.manifest_key,
-        "counts": manifest["counts"],
-    }
+    published = PublishedManifest.of(manifest, staged.ref.manifest_key)
     results = guarded(
         context,
         lambda: list(
@@ -200,6 +200,6 @@ def publish_manifest(
     )
     metadata = manifest_metadata(manifest, staged.ref.manifest_key, reused)
     yield dg.Output(
-        summary, "result", metadata={**metadata, "tasks_completed_here": len(completed)}
+        published, "result", metadata={**metadata, "tasks_completed_here": len(completed)}
     )
     yield from results

@@ -1,12 +1,19 @@
 """Resources: where reports come from, where the archive lives, and the worker's limits.
 
-Every setting has a working default (the embedded default needs no configuration); environment
-variables are read when a resource is used, never at import time.
+The three roots (`inbox.root`, `store.root`, `settings.work_root`: where things live) belong to
+the deployment, never to a run. They have no class default: defs/deployment.py wires each one,
+as `dg.EnvVar` when its variable is set or as the embedded default (var/inbox, var/store,
+var/work), and no resource reads the environment itself. Required fields are the safety net:
+a run whose run config gives a resource any field replaces everything the resource was built
+with (Dagster applies run config to the whole resource, and missing fields take the class
+defaults), so a root with a class default would silently become that default: decoded
+material outside the configured work root, say. Without one, such run config is refused before
+the run starts ("Missing required config entry"); run config that names the root too is
+honoured. Per-run knobs are op config instead (`stage_report`'s `pages_per_task`).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -24,8 +31,18 @@ from report_pipeline.core.settings import (
 from report_pipeline.core.storage.store import LocalStore, Store
 
 
-def _setting(value: str, env: str, default: str) -> Path:
-    return Path(value or os.environ.get(env) or default)
+def root_path(value: str, field: str) -> Path:
+    """A root as a Path, refusing the two values that would put material where nobody
+    configured it: an unresolved `dg.EnvVar` (a resource used without Dagster building it holds
+    the variable's *name*) and an empty value (the working directory)."""
+    if isinstance(value, dg.EnvVar):
+        raise ValueError(
+            f"{field} is dg.EnvVar({value.env_var_name!r}), not resolved yet: build the resource "
+            "(a run, a sensor or dg.build_resources) before using it"
+        )
+    if not value:
+        raise ValueError(f"{field} is empty: give it a folder (unset variable: the default)")
+    return Path(value)
 
 
 class SourceSpec(dg.Config):
@@ -46,15 +63,13 @@ class InboxResource(dg.ConfigurableResource):
     inbox named `inbox`; `extra_sources` adds local folders or S3 bucket/prefixes. The sensor
     watches them all; a run reads the source its intake chose (or this primary inbox)."""
 
-    root: str = ""  # default: $REPORT_PIPELINE_INBOX or var/inbox
+    root: str  # the primary inbox (deployment: $REPORT_PIPELINE_INBOX or var/inbox)
     name: str = "inbox"  # the source's slug; part of every report id
     extra_sources: list[SourceSpec] = []
     settle_seconds: int = 2  # a file changed more recently than this is still arriving
 
     def report_sources(self) -> list[ReportSource]:
-        primary = LocalInboxSource(
-            self.name, _setting(self.root, "REPORT_PIPELINE_INBOX", "var/inbox")
-        )
+        primary = LocalInboxSource(self.name, root_path(self.root, "inbox.root"))
         return [primary, *(_build(spec) for spec in self.extra_sources)]
 
     def source(self, name: str = "") -> ReportSource:
@@ -79,16 +94,17 @@ class StoreResource(dg.ConfigurableResource):
     The production deployment uses `S3StoreResource` (a subclass, same `get_store()`) from
     `production_store_resource()`."""
 
-    root: str = ""  # default: $REPORT_PIPELINE_STORE or var/store
+    root: str  # deployment: $REPORT_PIPELINE_STORE or var/store
 
     def get_store(self) -> Store:
-        return LocalStore(_setting(self.root, "REPORT_PIPELINE_STORE", "var/store"))
+        return LocalStore(root_path(self.root, "store.root"))
 
 
 class WorkerResource(dg.ConfigurableResource):
-    """Limits, retention clocks and task granularity for the workers."""
+    """Limits, retention clocks and task granularity for the workers: the deployment's, for
+    every run (per run: `stage_report`'s op config)."""
 
-    work_root: str = ""  # default: $REPORT_PIPELINE_WORK or var/work (keep on encrypted disk)
+    work_root: str  # deployment: $REPORT_PIPELINE_WORK or var/work (keep on encrypted disk)
     max_report_bytes: int = Limits.max_report_bytes
     max_pages: int = Limits.max_pages
     max_image_stream_bytes: int = Limits.max_image_stream_bytes
@@ -111,7 +127,7 @@ class WorkerResource(dg.ConfigurableResource):
             self.max_image_pixels, self.max_image_side, self.refuse_repaired,
         )  # fmt: skip
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
-        root = _setting(self.work_root, "REPORT_PIPELINE_WORK", "var/work")
+        root = root_path(self.work_root, "settings.work_root")
         decode = DecodeSettings(
             self.decoders, self.decoder_memory_mib * 2**20, self.decode_image_seconds,
             self.report_cpu_seconds,

@@ -90,6 +90,7 @@ class S3StoreResource(StoreResource):
     A StoreResource, so ops that take `store: StoreResource` run on it unchanged (`root` is
     not used)."""
 
+    root: str = ""  # not used: the bucket is the store
     bucket: str
     prefix: str = ""
     s3: S3Resource
@@ -132,8 +133,9 @@ def production_store_resource() -> S3StoreResource:
 class S3InboxResource(InboxResource):
     """The primary report source in an S3 bucket/prefix (`<prefix>/<YYYY-MM>/*.pdf`) instead of
     a local folder; same name and interface, so backfills and UI launches (which read the primary
-    source) and the sensor see it like the local inbox. `root` is not used."""
+    source) and the sensor see it like the local inbox."""
 
+    root: str = ""  # not used: the bucket/prefix is the primary inbox
     bucket: str
     prefix: str = ""
     endpoint_url: str = ""  # empty: $REPORT_PIPELINE_S3_ENDPOINT, $AWS_ENDPOINT_URL or AWS
@@ -147,12 +149,12 @@ class S3InboxResource(InboxResource):
         return [primary, *(_build(spec) for spec in self.extra_sources)]
 
 
-def production_inbox_resource() -> InboxResource:
+def production_inbox_resource(local: InboxResource) -> InboxResource:
     """The `inbox` resource of the production deployment: on S3 when REPORT_PIPELINE_INBOX_BUCKET
     is set where the definitions load (which variables are set decides the resource's type;
-    their values are read when it is used), else the local inbox."""
+    their values are read when it is used), else `local` (the local inbox as wired)."""
     if not os.environ.get("REPORT_PIPELINE_INBOX_BUCKET"):
-        return InboxResource()
+        return local
     return S3InboxResource(
         bucket=dg.EnvVar("REPORT_PIPELINE_INBOX_BUCKET"),
         prefix=_env("REPORT_PIPELINE_INBOX_PREFIX") or "",

@@ -41,7 +41,7 @@ def page_of(name: str) -> int:
 def test_each_edge_case_is_archived_with_the_pixels_mupdf_decodes(name, edge_run, edge_doc):
     store, manifest = edge_run
     child = child_on(manifest, page_of(name))
-    assert (child["state"], child["quarantine_reason"]) == ("archived", None)
+    assert (child.state, child.quarantine_reason) == ("archived", None)
     expected = mupdf_pixels(edge_doc, edge_doc[page_of(name) - 1].get_images()[0][0])
     archived = archived_image(store, child)
     assert archived.size == expected.size == _classes.SIZE
@@ -56,21 +56,21 @@ def test_pillow_really_refuses_the_jpegs_that_mupdf_decodes(name, edge_doc):
 
 def test_a_flate_stream_libmagic_misnames_is_recorded_as_zlib(edge_run):
     _, manifest = edge_run
-    assert child_on(manifest, page_of("flate_tfm_lookalike"))["signature"] == "application/zlib"
+    assert child_on(manifest, page_of("flate_tfm_lookalike")).signature == "application/zlib"
 
 
 def test_a_ccitt_image_whose_columns_contradict_its_width_is_quarantined(edge_run):
     _, manifest = edge_run
     child = child_on(manifest, page_of("ccitt_columns_mismatch"))
-    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "dimension_mismatch")
+    assert (child.state, child.quarantine_reason) == ("quarantined", "dimension_mismatch")
     width, height = _classes.SIZE
-    assert child["quarantine_detail"] == (
+    assert child.quarantine_detail == (
         f"header says {_edge.FAX_COLUMNS}x{height}, PDF declares {width}x{height}"
     )
 
 
 def test_the_edge_file_completes_with_only_the_contradiction_quarantined(edge_run):
     _, manifest = edge_run
-    assert manifest["state"] == "complete"
-    assert manifest["counts"]["archived"] == len(ARCHIVED)
-    assert manifest["counts"]["quarantined"] == len(_edge.QUARANTINED)
+    assert manifest.state == "complete"
+    assert manifest.counts.archived == len(ARCHIVED)
+    assert manifest.counts.quarantined == len(_edge.QUARANTINED)

@@ -29,9 +29,9 @@ def written(tmp_path, data: bytes):
 def test_a_repaired_xref_is_processed_and_flagged_repaired(run_fixture):
     assert inspect_pdf(fixture_pdf("broken_xref.pdf"), Limits()) == Inspection(12, True)
     manifest = run_fixture("broken_xref.pdf")
-    assert (manifest["state"], manifest["repaired"]) == ("complete", True)
-    assert manifest["counts"]["archived"] == 15 and manifest["counts"]["distinct_images"] == 2
-    assert run_fixture("repeated_image.pdf")["repaired"] is False
+    assert (manifest.state, manifest.repaired) == ("complete", True)
+    assert manifest.counts.archived == 15 and manifest.counts.distinct_images == 2
+    assert run_fixture("repeated_image.pdf").repaired is False
 
 
 def test_refuse_repaired_turns_a_repaired_file_into_damaged():
@@ -76,6 +76,6 @@ def test_the_page_tree_walk_counts_the_leaves_of_nested_nodes():
 
 def test_a_manifest_is_never_complete_while_pages_are_unaccounted_for():
     short = mf.build_manifest(REF, {1: 0, 2: 0}, [], DEADLINES, "now", pages=3)
-    assert short["state"] == "incomplete" and short["counts"]["pages_unaccounted"] == 1
+    assert short.state == "incomplete" and short.counts.pages_unaccounted == 1
     whole = mf.build_manifest(REF, {1: 0, 2: 0}, [], DEADLINES, "now", pages=2, repaired=True)
-    assert whole["state"] == "complete" and whole["repaired"] is True
+    assert whole.state == "complete" and whole.repaired is True

@@ -25,8 +25,8 @@ def test_new_extractor_version_re_extracts_into_a_new_revision(store, settings):
     pdf = fixture_pdf("repeated_image.pdf")
     old = run_report(store, pdf, settings, "inbox", "2026-10")
     new = run_report(store, pdf, replace(settings, extractor_version="next"), "inbox", "2026-10")
-    assert new["parent_revision"] != old["parent_revision"]
-    assert new["extractor_version"] == "next" and new["counts"] == old["counts"]
+    assert new.parent_revision != old.parent_revision
+    assert new.extractor_version == "next" and new.counts == old.counts
     assert len([o for o in store.list("archive") if o.key.endswith("manifest.json")]) == 2
 
 
@@ -48,4 +48,4 @@ def test_a_retried_extraction_writes_no_object_again(store, settings):
     assert (first.new_objects, again.new_objects) == (2, 0) and len(images) == 2
     assert {k: v for k, v in snapshot(store).items() if "/images/" in k} == images
     archived, children = archive(store, again, 2)
-    assert archived.new_objects == 0 and {c["object_key"] for c in children} == set(images)
+    assert archived.new_objects == 0 and {c.object_key for c in children} == set(images)

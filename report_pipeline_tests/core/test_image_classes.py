@@ -44,12 +44,12 @@ def classes_doc():
 
 
 def child_on(manifest: dict, page: int) -> dict:
-    (child,) = [c for c in manifest["children"] if c["page"] == page]
+    (child,) = [c for c in manifest.children if c.page == page]
     return child
 
 
 def archived_image(store: LocalStore, child: dict) -> Image.Image:
-    return Image.open(io.BytesIO(store.get_bytes(child["object_key"], 1 << 26)))
+    return Image.open(io.BytesIO(store.get_bytes(child.object_key, 1 << 26)))
 
 
 def mupdf_pixels(doc: pymupdf.Document, xref: int) -> Image.Image:
@@ -71,7 +71,7 @@ def test_every_image_class_is_archived_with_the_pixels_mupdf_decodes(
     store, manifest = classes_run
     page = CLASSES.index(name) + 1
     child = child_on(manifest, page)
-    assert (child["state"], child["quarantine_reason"]) == ("archived", None)
+    assert (child.state, child.quarantine_reason) == ("archived", None)
     expected = mupdf_pixels(classes_doc, classes_doc[page - 1].get_images()[0][0])
     archived = archived_image(store, child)
     assert archived.size == expected.size == _classes.SIZE
@@ -94,14 +94,14 @@ def test_an_inverted_decode_array_paints_the_one_bits_of_a_stencil(classes_run):
 def test_jbig2_with_and_without_globals_gives_the_same_pixels(classes_run):
     store, manifest = classes_run
     plain, with_globals = (child_on(manifest, CLASSES.index(n) + 1) for n in STENCILS[1:3])
-    assert plain["content_hash"] == with_globals["content_hash"]
+    assert plain.content_hash == with_globals.content_hash
 
 
 def test_the_whole_class_file_completes_with_nothing_quarantined(classes_run):
     _, manifest = classes_run
-    assert manifest["state"] == "complete"
-    assert manifest["counts"]["archived"] == len(CLASSES)
-    assert manifest["counts"]["quarantined"] == 0
+    assert manifest.state == "complete"
+    assert manifest.counts.archived == len(CLASSES)
+    assert manifest.counts.quarantined == 0
 
 
 @pytest.mark.parametrize("name", list(_hostile.hostile_sizes()))
@@ -109,14 +109,12 @@ def test_a_codestream_header_that_contradicts_the_dictionary_is_quarantined(name
     _, manifest = hostile_run
     child = child_on(manifest, list(_hostile.hostile_sizes()).index(name) + 1)
     width, height = _hostile.hostile_sizes()[name]
-    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "dimension_mismatch")
-    assert f"header says {width}x{height}" in child["quarantine_detail"]
+    assert (child.state, child.quarantine_reason) == ("quarantined", "dimension_mismatch")
+    assert f"header says {width}x{height}" in child.quarantine_detail
 
 
 def test_nothing_from_the_hostile_images_is_archived(hostile_run):
     _, manifest = hostile_run
-    assert manifest["state"] == "complete"
-    assert [c["state"] for c in manifest["children"]] == ["quarantined"] * len(
-        _hostile.hostile_sizes()
-    )
-    assert manifest["counts"]["archived"] == 0
+    assert manifest.state == "complete"
+    assert [c.state for c in manifest.children] == ["quarantined"] * len(_hostile.hostile_sizes())
+    assert manifest.counts.archived == 0

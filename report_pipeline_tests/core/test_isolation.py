@@ -5,12 +5,13 @@ import resource
 import socket
 import threading
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pymupdf
 import pytest
 
+from report_pipeline.core.archive.records import ChildRecord
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import DecodeSettings, WorkerSettings
@@ -27,27 +28,27 @@ def run(tmp_path: Path, name: str, **decode) -> dict:
     return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
 
 
-def timeless(children: list[dict]) -> list[dict]:
-    return [{k: v for k, v in c.items() if k not in TIMES} for c in children]
+def timeless(children: tuple[ChildRecord, ...]) -> list[dict]:
+    return [{k: v for k, v in asdict(c).items() if k not in TIMES} for c in children]
 
 
 def test_a_pool_gives_the_same_records_as_decoding_in_one_process(tmp_path):
     serial = run(tmp_path / "a", "monthly_report.pdf", isolated=False)
     pooled = run(tmp_path / "b", "monthly_report.pdf", processes=2)
-    assert pooled["counts"] == serial["counts"]
-    assert timeless(pooled["children"]) == timeless(serial["children"])
+    assert pooled.counts == serial.counts
+    assert timeless(pooled.children) == timeless(serial.children)
 
 
 def test_an_image_past_the_decoders_memory_limit_is_quarantined(tmp_path):
-    (child,) = run(tmp_path, "large_dimensions.pdf", memory_bytes=32 << 20)["children"]
-    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "memory_limit")
+    (child,) = run(tmp_path, "large_dimensions.pdf", memory_bytes=32 << 20).children
+    assert (child.state, child.quarantine_reason) == ("quarantined", "memory_limit")
 
 
 def test_an_image_that_takes_too_long_is_quarantined_and_its_decoder_killed(tmp_path):
     manifest = run(tmp_path, "large_dimensions.pdf", image_seconds=0.05)
-    (child,) = manifest["children"]
-    assert (child["state"], child["quarantine_reason"]) == ("quarantined", "decode_timeout")
-    assert manifest["state"] == "complete"
+    (child,) = manifest.children
+    assert (child.state, child.quarantine_reason) == ("quarantined", "decode_timeout")
+    assert manifest.state == "complete"
 
 
 def _kill_first_child_after(delay: float, killed: list[int]) -> None:
@@ -71,12 +72,12 @@ def test_a_decoder_killed_mid_image_quarantines_that_image_and_the_rest_go_on(tm
     manifest = run(tmp_path, "large_dimensions.pdf", processes=1)
     watcher.join()
     assert killed
-    (child,) = manifest["children"]
-    assert (child["quarantine_reason"], child["quarantine_detail"]) == (
+    (child,) = manifest.children
+    assert (child.quarantine_reason, child.quarantine_detail) == (
         "decoder_crashed", "the decoder died with signal 9",
     )  # fmt: skip
     again = run(tmp_path / "again", "monthly_report.pdf", processes=1)
-    assert again["counts"]["archived"] == 421  # a fresh pool decodes the rest as usual
+    assert again.counts.archived == 421  # a fresh pool decodes the rest as usual
 
 
 def test_a_report_over_its_cpu_budget_is_refused_as_a_dead_letter(tmp_path):

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import audit, janitor, retention_audit
 from report_pipeline.core.retention.retention import iso, utc_now
@@ -173,7 +173,7 @@ def test_unpublished_archive_objects_no_marker_covers_go_with_their_staged_sourc
     along what it holds in the archive with no published manifest; a published revision's
     archive is never touched."""
     published = run_report(store, fixture_pdf("repeated_image.pdf"), settings, "inbox", "2026-10")
-    kept = keys(store, f"archive/{published['report_id']}/{published['parent_revision']}")
+    kept = keys(store, f"archive/{published.report_id}/{published.parent_revision}")
     store.put_bytes("staged/inbox-2026-10/rev3.pdf", b"%PDF" + b"x" * 996)
     store.put_bytes("work/rev3/page_0001/outcomes.json", b"[]")
     store.put_bytes(f"archive/inbox-2026-10/rev3/images/{'b' * 64}.png", b"y" * 400)
@@ -206,7 +206,7 @@ def test_a_rerun_of_an_expired_revision_that_never_publishes_leaves_only_the_tom
     unpublished material: the short clock takes it, the tombstone stays."""
     pdf, policy = fixture_pdf("repeated_image.pdf"), settings.retention
     first = run_report(store, pdf, settings, "inbox", "2026-10")
-    prefix = f"archive/{first['report_id']}/{first['parent_revision']}"
+    prefix = f"archive/{first.report_id}/{first.parent_revision}"
     expiry = janitor.run(store, settings.work_root, utc_now() + timedelta(days=401), policy)
     assert "archive" in {e.kind for e in expiry.deletions}
     assert keys(store, prefix) == [f"{prefix}/manifest.json"]
@@ -219,5 +219,5 @@ def test_a_rerun_of_an_expired_revision_that_never_publishes_leaves_only_the_tom
     sweep = janitor.run(store, settings.work_root, late(settings, now), policy)
     assert [e.kind for e in sweep.deletions] == ["working_material"]
     assert keys(store, prefix) == [f"{prefix}/manifest.json"]
-    assert mf.read(store, f"{prefix}/manifest.json")["state"] == "expired"
+    assert store_json.read_manifest(store, f"{prefix}/manifest.json").state == "expired"
     assert all(o.passed for o in checks(store, settings, late(settings, now)).values())

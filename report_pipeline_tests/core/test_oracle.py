@@ -64,15 +64,13 @@ def test_every_image_pdfimages_lists_is_accounted_for(name, run_fixture):
         return
     assert name not in REFUSED, f"{name} was expected to be refused"
     rows = pdfimages_rows(FIXTURES / name)
-    children = manifest["children"]
-    assert all(c["state"] == "archived" or c["quarantine_reason"] for c in children)
-    drawn = Counter((c["page"], c["xref"]) for c in children)
+    children = manifest.children
+    assert all(c.state == "archived" or c.quarantine_reason for c in children)
+    drawn = Counter((c.page, c.xref) for c in children)
     listed = Counter((page, obj) for page, kind, obj in rows if kind in {"image", "stencil"})
     assert not listed - drawn, f"pdfimages lists images the manifest lacks: {listed - drawn}"
     with pymupdf.open(FIXTURES / name) as doc:  # poppler names a mask by its image's object
-        masked = {
-            (c["page"], c["xref"]) for c in children if c["xref"] and masks_of(doc, c["xref"])
-        }
+        masked = {(c.page, c.xref) for c in children if c.xref and masks_of(doc, c.xref)}
     for page, kind, obj in rows:
         if kind not in {"image", "stencil"}:
             assert (page, obj) in masked, f"{kind} of {obj} on page {page} belongs to no image"
@@ -80,15 +78,15 @@ def test_every_image_pdfimages_lists_is_accounted_for(name, run_fixture):
 
 def test_every_path_a_page_draws_an_image_by_is_recorded_with_its_origin(run_fixture):
     manifest = run_fixture("image_paths.pdf")
-    assert manifest["state"] == "complete"
+    assert manifest.state == "complete"
     origins = {}
-    for child in manifest["children"]:
-        assert child["state"] == "archived", child
-        origins.setdefault(child["page"], []).append(child["origin"])
+    for child in manifest.children:
+        assert child.state == "archived", child
+        origins.setdefault(child.page, []).append(child.origin)
     assert origins == PATH_PAGES
 
 
 def test_an_image_drawn_twice_on_a_page_is_two_records_and_one_object(run_fixture):
     manifest = run_fixture("image_paths.pdf")
-    twice = [c for c in manifest["children"] if c["page"] == 9 and c["origin"] == "xobject"]
-    assert len(twice) == 2 and twice[0]["object_key"] == twice[1]["object_key"]
+    twice = [c for c in manifest.children if c.page == 9 and c.origin == "xobject"]
+    assert len(twice) == 2 and twice[0].object_key == twice[1].object_key

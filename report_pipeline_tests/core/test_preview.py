@@ -58,7 +58,7 @@ def test_preview_writes_private_files_into_an_existing_folder_without_changing_i
     os.chmod(out / "manifest.json", 0o644)
     settings = WorkerSettings(scratch_base(tmp_path))
     manifest = preview(fixture_pdf("repeated_image.pdf"), out, settings)
-    assert manifest["counts"]["distinct_images"] == 2 and mode(out) == 0o755
+    assert manifest.counts.distinct_images == 2 and mode(out) == 0o755
     assert sorted(mode(p) for p in out.iterdir()) == [0o600] * 3
     assert files_under(settings.work_root) == []  # its own scratch went in `finally`
 

@@ -1,11 +1,13 @@
 """Two clocks, the janitor and the retention checks, with an injected clock (no sleeps)."""
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
+from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.retention import audit, janitor, retention_audit
 from report_pipeline.core.retention.retention import parse_iso, utc_now
 from report_pipeline.core.storage.s3_store import S3Store
@@ -88,18 +90,18 @@ def test_unfinished_revision_fails_three_checks_until_the_janitor_removes_it(sto
 
 def test_archive_expires_into_a_tombstone_on_the_long_clock(run_fixture, store, settings):
     manifest = run_fixture("repeated_image.pdf")
-    expires = parse_iso(manifest["deadlines"]["archive_delete_by"])
+    expires = parse_iso(manifest.deadlines.archive_delete_by)
     later = expires + 11 * MIN
     failing = checks(store, settings, later)["archive_within_retention"]
     assert not failing.passed and failing.metadata["overdue_bytes"] > 0
     sweep = janitor.run(store, settings.work_root, later, settings.retention)
     (event,) = [e for e in sweep.deletions if e.kind == "archive"]
     assert event.objects > 2 and event.lag_seconds == pytest.approx(660, abs=60)
-    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    prefix = f"archive/{manifest.report_id}/{manifest.parent_revision}"
     assert [o.key for o in store.list(prefix)] == [f"{prefix}/manifest.json"]
-    tomb = json.loads(store.get_bytes(f"{prefix}/manifest.json", 1 << 26))
-    assert tomb["state"] == "expired" and {c["state"] for c in tomb["children"]} == {"expired"}
-    assert tomb["deleted"]["bytes"] == event.bytes and tomb["deadlines"] == manifest["deadlines"]
+    tomb = read_manifest(store, f"{prefix}/manifest.json")
+    assert tomb.state == "expired" and {c.state for c in tomb.children} == {"expired"}
+    assert tomb.deleted.bytes == event.bytes and tomb.deadlines == manifest.deadlines
     assert all(o.passed for o in checks(store, settings, later).values())
     again = janitor.run(store, settings.work_root, later + MIN, settings.retention)
     assert again.deletions == []  # idempotent: already gone is done
@@ -120,11 +122,11 @@ def test_archive_matches_manifest_finds_missing_tampered_and_orphan_objects(
     run_fixture, store, settings
 ):
     manifest = run_fixture("truncated_jpeg.pdf")
-    archived = next(c for c in manifest["children"] if c["state"] == "archived")
-    quarantined = next(c for c in manifest["children"] if c["state"] == "quarantined")
-    store.put_bytes(archived["object_key"], b"tampered")
-    store.delete(quarantined["object_key"])
-    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
+    archived = next(c for c in manifest.children if c.state == "archived")
+    quarantined = next(c for c in manifest.children if c.state == "quarantined")
+    store.put_bytes(archived.object_key, b"tampered")
+    store.delete(quarantined.object_key)
+    prefix = f"archive/{manifest.report_id}/{manifest.parent_revision}"
     store.put_bytes(f"{prefix}/images/{'0' * 64}.png", b"stray")
     outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
     assert not outcome.passed
@@ -138,8 +140,8 @@ def test_archive_check_reads_no_s3_object_whose_listing_matches_the_upload(
     """S3: the listed ETag and size against the MD5 and size recorded at upload, no GET per
     object; locally (and for any object whose listing disagrees) the bytes are hashed again."""
     manifest = run_fixture("repeated_image.pdf")
-    objects = {c["object_key"] for c in manifest["children"] if c["object_key"]}
-    assert objects and all(c["md5"] for c in manifest["children"] if c["object_key"])
+    objects = {c.object_key for c in manifest.children if c.object_key}
+    assert objects and all(c.md5 for c in manifest.children if c.object_key)
     reads = []
     if isinstance(store, S3Store):
         store.client.meta.events.register(
@@ -158,10 +160,10 @@ def test_a_recorded_md5_that_disagrees_is_settled_by_the_bytes(run_fixture, stor
     """A wrong MD5 in the manifest (or an ETag that is not the MD5) neither passes nor fails the
     check by itself: the object is read back and its sha256 decides."""
     manifest = run_fixture("repeated_image.pdf")
-    prefix = f"archive/{manifest['report_id']}/{manifest['parent_revision']}"
-    for child in manifest["children"]:
-        child["md5"] = "0" * 32 if child["object_key"] else None
-    store.put_bytes(f"{prefix}/manifest.json", mf.dumps(manifest))
+    prefix = f"archive/{manifest.report_id}/{manifest.parent_revision}"
+    children = tuple(replace(c, md5="0" * 32 if c.object_key else None) for c in manifest.children)
+    wrong = replace(manifest, children=children)
+    store_json.write_manifest(store, f"{prefix}/manifest.json", wrong)
     outcome = checks(store, settings, utc_now())["archive_matches_manifest"]
     assert outcome.passed and outcome.metadata["objects_matched_by_listing"] == 0
     assert outcome.metadata["objects_rehashed"] == outcome.metadata["objects_verified"] > 0

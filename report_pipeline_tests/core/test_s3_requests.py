@@ -44,8 +44,8 @@ def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_pat
     store, calls = counted(s3)
     settings = WorkerSettings(tmp_path / "work")
     manifest = run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", "2026-10")
-    objects = {c["object_key"] for c in manifest["children"] if c["object_key"]}
-    assert len(objects) == 286 and manifest["counts"]["accounted"] == 423  # 285 images + evidence
+    objects = {c.object_key for c in manifest.children if c.object_key}
+    assert len(objects) == 286 and manifest.counts.accounted == 423  # 285 images + evidence
     stored = {
         o.key for o in store.list("archive") if "/images/" in o.key or "/quarantine/" in o.key
     }

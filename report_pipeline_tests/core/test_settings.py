@@ -1,4 +1,5 @@
-"""The settings module and the retention side stay light: no PDF stack behind the clocks."""
+"""The settings module, the retention side and the archive's records stay light: no PDF stack
+behind the clocks or the manifest."""
 
 import subprocess
 import sys
@@ -33,6 +34,13 @@ def loaded_after_import(*modules: str) -> set[str]:
 def test_the_retention_side_imports_no_pdf_stack():
     assert len(RETENTION_SIDE) >= 10
     modules = [f"report_pipeline.core.{name}" for name in RETENTION_SIDE]
+    assert not loaded_after_import(*modules) & set(PDF_STACK)
+
+
+def test_the_archives_records_and_their_json_import_no_pdf_stack():
+    records = ("archive.records", "archive.store_json", "archive.manifest", "archive.summary",
+               "archive.month_checks", "worker.outcome")  # fmt: skip
+    modules = [f"report_pipeline.core.{name}" for name in records]
     assert not loaded_after_import(*modules) & set(PDF_STACK)
 
 

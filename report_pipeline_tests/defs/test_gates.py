@@ -2,6 +2,7 @@
 
 import json
 
+from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.storage.store import LocalStore
 from report_pipeline_tests.defs.conftest import events, materialization
 from report_pipeline_tests.faults import FaultyStoreResource
@@ -12,9 +13,9 @@ def objects(tmp_path):
     return {o.key: (store.root / o.key).stat().st_mtime_ns for o in store.list("")}
 
 
-def read_manifest(tmp_path, result):
-    key = result.output_for_node("report_manifest")["manifest_key"]
-    return json.loads((tmp_path / "store" / key).read_text())
+def stored_manifest(tmp_path, result):
+    key = result.output_for_node("report_manifest").manifest_key
+    return read_manifest(LocalStore(tmp_path / "store"), key)
 
 
 def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, materialize):
@@ -27,7 +28,7 @@ def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, mater
     assert second.success and materialization(second)["reused_existing_manifest"] is True
     assert objects(tmp_path) == before  # no new objects, nothing rewritten
     assert [k for k in before if k.endswith("manifest.json")] == [
-        first.output_for_node("report_manifest")["manifest_key"]
+        first.output_for_node("report_manifest").manifest_key
     ]
     assert second.output_for_node("report_manifest") == first.output_for_node("report_manifest")
     assert events(second, "STEP_SUCCESS", "extract_pages") == []
@@ -44,12 +45,12 @@ def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, 
     assert result.success
     assert len(events(result, "STEP_UP_FOR_RETRY", "archive_pages")) == 2
     assert events(result, "STEP_UP_FOR_RETRY", "extract_pages") == []
-    manifest = read_manifest(tmp_path, result)
-    assert {c["attempts"] for c in manifest["children"]} == {3}
-    assert manifest["metrics"]["validated_first_attempt_pct"] == 0.0
+    manifest = stored_manifest(tmp_path, result)
+    assert {c.attempts for c in manifest.children} == {3}
+    assert manifest.metrics.validated_first_attempt_pct == 0.0
     images = [k for k in objects(tmp_path) if "/images/" in k]
-    assert len(images) == manifest["counts"]["distinct_images"] == 2  # archived exactly once
-    assert manifest["state"] == "complete" and manifest["counts"]["archived"] == 15
+    assert len(images) == manifest.counts.distinct_images == 2  # archived exactly once
+    assert manifest.state == "complete" and manifest.counts.archived == 15
 
 
 def test_gate3_malformed_bytes_reach_quarantine_without_retries(inbox, materialize, tmp_path):
@@ -57,9 +58,9 @@ def test_gate3_malformed_bytes_reach_quarantine_without_retries(inbox, materiali
     result = materialize()
     assert result.success
     assert events(result, "STEP_UP_FOR_RETRY") == [] and events(result, "STEP_RESTARTED") == []
-    manifest = read_manifest(tmp_path, result)
-    (child,) = manifest["children"]
-    assert (child["state"], child["quarantine_reason"], child["attempts"]) == (
+    manifest = stored_manifest(tmp_path, result)
+    (child,) = manifest.children
+    assert (child.state, child.quarantine_reason, child.attempts) == (
         "quarantined", "signature_mismatch", 1,
     )  # fmt: skip
     table = materialization(result)["quarantined_items"]

@@ -83,7 +83,7 @@ def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
     audit = run_job("retention_audit_job")
     assert audit.success and set(check_results(audit)) == WHOLE_ARCHIVE
     assert all(e.passed and e.partition is None for e in check_results(audit).values())
-    manifest = tmp_path / "store" / made.output_for_node("report_manifest")["manifest_key"]
+    manifest = tmp_path / "store" / made.output_for_node("report_manifest").manifest_key
     deadline = parse_iso(json.loads(manifest.read_text())["deadlines"]["archive_delete_by"])
     later = iso(deadline + timedelta(minutes=11))
     failing = check_results(run_job("retention_audit_job", at=later))["archive_within_retention"]

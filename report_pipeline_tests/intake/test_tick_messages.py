@@ -1,12 +1,14 @@
-"""Counts in the sensor's tick messages and the CLI's summary read as English: "1 page"."""
+"""Counts in the sensor's tick messages and the manifest summary read as English: "1 page"."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from report_pipeline.cli import _summary
+from report_pipeline.core.archive.manifest import build_manifest, sequenced
+from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.wording import plural
 from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
+from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
 
 
 def test_plural_is_singular_for_exactly_one():
@@ -31,11 +33,8 @@ def test_a_tick_says_1_page_and_1_more_report_waits(drop, instance, resources, c
     assert len(again.run_requests) == 1
 
 
-def test_the_preview_summary_counts_in_english():
-    counts = {"pages": 1, "expected": 1, "archived": 1, "distinct_images": 1,
-              "duplicate_occurrences": 0, "quarantined": 0}  # fmt: skip
-    text = _summary({"state": "complete", "counts": counts, "children": []})
-    assert text.splitlines()[:2] == [
-        "complete: 1 page, 1 image occurrence",
-        "  archived 1 (1 distinct PNG, 0 duplicate occurrences)",
-    ]
+def test_the_summary_of_demo_and_preview_counts_in_english():
+    manifest = build_manifest(REF, {1: 1}, sequenced([record(1, 0)]), DEADLINES, "now")
+    lines = summary(manifest, None).splitlines()
+    assert lines[3] == "  images archived       1 occurrence, 1 distinct file (10 bytes)"
+    assert len(lines) == 7 and not any("manifest" in line for line in lines)  # no location

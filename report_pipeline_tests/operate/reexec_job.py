@@ -1,7 +1,8 @@
 """`report_manifest`'s job for re-execution tests, rebuilt by `dg.reconstructable` in any
-process (a run worker to kill, a re-execution). Its resources read their roots from the
-environment when used (REPORT_PIPELINE_INBOX/STORE/WORK), as the project's do, and the store
-fails on demand (REEXEC_FAULT="<method>:<failures>", counted in <store>.faults)."""
+process (a run worker to kill, a re-execution). Its resources' roots are wired from the
+environment where the job is built (REPORT_PIPELINE_INBOX/STORE/WORK, as dg.EnvVar), as the
+project's are, and the store fails on demand (REEXEC_FAULT="<method>:<failures>", counted in
+<store>.faults)."""
 
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ import dagster as dg
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment import EXECUTOR
+from report_pipeline.defs.deployment import EXECUTOR, INBOX_ENV, STORE_ENV, WORK_ENV, root
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
@@ -36,9 +37,9 @@ def job() -> dg.JobDefinition:
         assets=[report_manifest, manifest_table],
         jobs=[extract_report_job],
         resources={
-            "inbox": InboxResource(),
-            "store": FaultOnDemandStore(),
-            "settings": WorkerResource(pages_per_task=PAGES_PER_TASK),
+            "inbox": InboxResource(root=root(INBOX_ENV)),
+            "store": FaultOnDemandStore(root=root(STORE_ENV)),
+            "settings": WorkerResource(work_root=root(WORK_ENV), pages_per_task=PAGES_PER_TASK),
             "checks": CheckSettingsResource(),
         },
         executor=EXECUTOR,

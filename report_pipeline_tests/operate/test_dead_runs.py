@@ -15,6 +15,7 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline import definitions
+from report_pipeline.defs.deployment import deployment
 from report_pipeline.defs.stale_runs import (
     REPLACES_TAG,
     dead_report_runs,
@@ -60,6 +61,8 @@ def test_process_alive_since():
 def test_killed_cli_run_is_failed_and_replaced(tmp_path: Path, monkeypatch):
     for name in ["inbox", "store", "work"]:
         monkeypatch.setenv(f"REPORT_PIPELINE_{name.upper()}", str(tmp_path / name))
+    # Loaded now, as a code location with these roots loads them (the roots are wired then).
+    project = definitions.build_defs(deployment())
     worker = start_cli_run(tmp_path)
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         try:
@@ -74,14 +77,14 @@ def test_killed_cli_run_is_failed_and_replaced(tmp_path: Path, monkeypatch):
         killed_at = time.monotonic()
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.STARTED
 
-        context = dg.build_sensor_context(instance=instance, definitions=definitions.defs)
+        context = dg.build_sensor_context(instance=instance, definitions=project)
         (request,) = dead_run_sensor(context)
         detected = time.monotonic() - killed_at
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
         assert request.tags[REPLACES_TAG] == run_id and request.partition_key == MONTH
         assert dead_report_runs(instance) == []
 
-        job = definitions.defs.resolve_job_def("extract_report_job")
+        job = project.resolve_job_def("extract_report_job")
         healed = job.execute_in_process(
             instance=instance, partition_key=MONTH, tags=request.tags,
             run_config=request.run_config,

@@ -14,18 +14,24 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage.store import LocalStore
 from report_pipeline.core.worker.workdir import read_lease
-from report_pipeline.graphql_api import GraphQLLauncher
+from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for
 from report_pipeline_tests.operate.test_reexecution import MONTH, assert_one_complete_manifest
 
 LOGS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
     events { __typename ... on MessageEvent { message stepKey } } } } }"""
-SETTINGS = {"resources": {"settings": {"config": {"pages_per_task": 20}}}}  # 7 tasks
+SETTINGS = stage_report_run_config({"pages_per_task": 20})  # 7 tasks: op config, per run
+# The same knob as resource run config: refused at launch (without the refusal the work root
+# would silently be the class default; see defs/resources.py).
+RESOURCE_SETTINGS = {"resources": {"settings": {"config": {"pages_per_task": 20}}}}
 
 
 def events(live: LiveDagster, run_id: str) -> list[dict]:
@@ -53,6 +59,9 @@ def test_killed_worker_is_retried_and_its_workdir_swept(tmp_path: Path):
         (root / "inbox" / MONTH).mkdir(parents=True)
         shutil.copyfile(fixture_pdf("monthly_report.pdf"), root / "inbox" / MONTH / "report.pdf")
         live.start_daemon()
+        refused = GraphQLLauncher(live.url, lambda stage: RESOURCE_SETTINGS)
+        with pytest.raises(DagsterApiError, match='RunConfigValidationInvalid.*"work_root"'):
+            refused.launch(MONTH, {}, {})
         launcher = GraphQLLauncher(live.url, lambda stage: SETTINGS)
         run_id = launcher.launch(MONTH, {}, {})
 

@@ -4,7 +4,6 @@ with exactly one complete manifest and an archive that matches it, no orphan obj
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,6 +14,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.retention import retention_audit
 from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import RetentionPolicy
@@ -65,12 +66,12 @@ def from_failure(instance: dg.DagsterInstance, run_id: str) -> dg.ExecuteJobResu
     )
 
 
-def assert_one_complete_manifest(root: Path) -> dict:
+def assert_one_complete_manifest(root: Path) -> Manifest:
     store = LocalStore(root / "store")
     keys = [o.key for o in store.list("archive/") if o.key.endswith("/manifest.json")]
     assert len(keys) == 1, keys
-    manifest = json.loads((root / "store" / keys[0]).read_text())
-    assert manifest["state"] == "complete" and manifest["counts"]["pages_unaccounted"] == 0
+    manifest = read_manifest(store, keys[0])
+    assert manifest.state == "complete" and manifest.counts.pages_unaccounted == 0
     outcomes = retention_audit.audit_all(
         store, root / "work", utc_now(), RetentionPolicy(), month=MONTH
     )
@@ -97,7 +98,7 @@ def test_dead_letter_then_reexecute_from_failure(root, instance, monkeypatch):
             "manifest_table", failed, "report_manifest.publish_manifest"
         ]  # fmt: skip
     manifest = assert_one_complete_manifest(root)
-    assert manifest["counts"]["pages"] == 140
+    assert manifest.counts.pages == 140
 
 
 def wait_for_step(instance: dg.DagsterInstance, prefix: str, count: int) -> str:

@@ -61,7 +61,9 @@ def test_production_wires_the_s3_store_inbox_and_io_manager(monkeypatch):
 
 def test_the_s3_inbox_lists_its_bucket_and_prefix(backend):
     backend.drop("no_images.pdf", "2026-03")
-    with dg.build_resources({"inbox": production_inbox_resource()}) as built:
+    with dg.build_resources(
+        {"inbox": production_inbox_resource(chosen.local_resources()["inbox"])}
+    ) as built:
         (source,) = built.inbox.report_sources()
         assert source.name == "inbox" and source.months() == [("2026-03", 0)]
         assert [e.ref.rel for e in built.inbox.source().entries("2026-03")] == [

@@ -39,5 +39,8 @@ def test_make_demo_production_starts_a_throwaway_postgres_and_succeeds(tmp_path:
     )
     assert started, done.stdout[-3000:]
     assert "manifest              s3://report-pipeline/archive/inbox-" in done.stdout
+    # the sample went into the S3 inbox, not the local folder
+    assert "Sample report: s3://report-pipeline-inbox/2026-10/monthly_report.pdf" in done.stdout
+    assert not (tmp_path / "inbox").exists()
     with socket.socket() as probe:  # the S3 server is stopped
         assert probe.connect_ex((started[1], int(started[2]))) != 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from report_pipeline.core.archive.manifest import read
+from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.definitions import build_defs
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -29,6 +29,7 @@ def test_a_partition_materializes_on_postgres(production_instance, backend, post
         f"SELECT count(*) FROM event_logs WHERE run_id = '{result.run_id}'"
     )  # the event log is Postgres's table, not a sqlite file
     assert stored > 10
-    manifest = read(backend.store(), result.output_for_node("report_manifest")["manifest_key"])
-    assert manifest["state"] == "complete" and manifest["counts"]["distinct_images"] == 2
+    key = result.output_for_node("report_manifest").manifest_key
+    manifest = read_manifest(backend.store(), key)
+    assert manifest.state == "complete" and manifest.counts.distinct_images == 2
     backend.assert_on_s3([result.run_id])

@@ -4,70 +4,67 @@ manifest."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from report_pipeline.core.archive import keys
+from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
 from report_pipeline.core.retention import audit, deadlines
 from report_pipeline.core.retention.material import working_objects
 from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
-from report_pipeline.core.storage.store import PermanentStorageError, Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker.worker import complete_manifest, extract, missing_tasks
 
 
-def _child(outcome: dict[str, Any], queued_at: str, attempt: int, key: str | None) -> dict:
-    archived = outcome["state"] == "validated"
-    return {
-        "sequence": 0,
-        "page": outcome["page"],
-        "index": outcome["index"],
-        "state": "archived" if archived else "quarantined",
-        "attempts": attempt,
-        "validated_first_attempt": archived and attempt == 1,
-        "queued_at": queued_at,
-        "started_at": outcome["started_at"],
-        "finished_at": iso(utc_now()),
-        "content_hash": outcome["content_hash"],
-        "width": outcome["width"],
-        "height": outcome["height"],
-        "format": "png" if archived else None,
-        "mode": outcome["mode"],
-        "bytes": outcome["png_bytes"],
-        "stream_bytes": outcome["stream_bytes"],
-        "declared_type": outcome["declared_type"],
-        "signature": outcome["signature"],
-        "quarantine_reason": outcome["reason"],
-        "quarantine_detail": outcome["detail"],
-        "object_key": key,
-        "md5": outcome.get("md5") if key else None,  # of the object's bytes, at upload
-        "cleanup_lease": outcome["lease"],
-        "origin": outcome["origin"],
-        "xref": outcome["xref"],
-    }
+def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None) -> ChildRecord:
+    outcome = record.outcome
+    archived = outcome.state == "validated"
+    return ChildRecord(
+        sequence=0,
+        page=outcome.page,
+        index=outcome.index,
+        state="archived" if archived else "quarantined",
+        attempts=attempt,
+        validated_first_attempt=archived and attempt == 1,
+        queued_at=queued_at,
+        started_at=outcome.started_at,
+        finished_at=iso(utc_now()),
+        content_hash=outcome.content_hash,
+        width=outcome.width,
+        height=outcome.height,
+        format="png" if archived else None,
+        mode=outcome.mode,
+        bytes=outcome.png_bytes,
+        stream_bytes=outcome.stream_bytes,
+        declared_type=outcome.declared_type,
+        signature=outcome.signature,
+        quarantine_reason=outcome.reason,
+        quarantine_detail=outcome.detail,
+        object_key=key,
+        cleanup_lease=record.lease,
+        origin=outcome.origin,
+        xref=outcome.xref,
+        md5=record.md5 if key else None,  # of the object's bytes, at upload
+    )
 
 
 def archive(
     store: Store, extracted: ExtractedTask, attempt: int
-) -> tuple[ArchivedTask, list[dict[str, Any]]]:
+) -> tuple[ArchivedTask, list[ChildRecord]]:
     """Record the task's children in the archive: its images (and quarantined streams) are
-    already there, written once each by extraction to their content-addressed keys. Idempotent:
+    already there, written once each by extraction to their content-addressed keys (an outcomes
+    file from the older layout, images in work/, is refused: re-run the partition). Idempotent:
     a retry rewrites the same records."""
     task = extracted.task
-    outcomes = json.loads(store.get_bytes(extracted.outcomes_key, mf.JSON_CAP))
-    if outcomes and "object_key" not in outcomes[0]:
-        raise PermanentStorageError(
-            f"the outcomes of task {task.task_key} were written by an older extractor (images in "
-            "work/, moved at archiving): re-run the partition"
-        )  # their material is on the short clock like any other
+    outcomes = store_json.read_outcomes(store, extracted.outcomes_key)
     children = [
-        _child(outcome, task.queued_at, attempt, outcome["object_key"]) for outcome in outcomes
+        _child(outcome, task.queued_at, attempt, outcome.object_key) for outcome in outcomes
     ]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
-    store.put_bytes(children_key, json.dumps(children).encode())
+    store_json.write_children(store, children_key, children)
     store.delete_many([extracted.outcomes_key])  # S3: one request (delete asks HEAD first)
-    quarantined = sum(c["state"] == "quarantined" for c in children)
+    quarantined = sum(c.state == "quarantined" for c in children)
     archived = len(children) - quarantined
     result = ArchivedTask(
         task, children_key, archived, quarantined, extracted.new_objects, attempt,
@@ -101,7 +98,7 @@ def publish(
     staged: StagedReport,
     archived: list[ArchivedTask],
     retention: RetentionPolicy,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Manifest, bool]:
     """Write the manifest once; a rerun of the same revision gets the stored one back unchanged.
 
     Returns the manifest and whether it was reused. Working material (the staged source and any
@@ -111,26 +108,26 @@ def publish(
     existing = complete_manifest(store, ref)
     if existing is not None:
         return existing, True
-    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
+    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
     expected = {int(page): count for page, count in plan["expected"].items()}
-    records = []
+    records: list[ChildRecord] = []
     for task in sorted(archived, key=lambda t: t.task.first_page):
-        records.extend(json.loads(store.get_bytes(task.children_key, mf.JSON_CAP)))
+        records.extend(store_json.read_children(store, task.children_key))
     now = utc_now()
     peak = max((task.peak_rss_kib for task in archived), default=0)
-    document = mf.build_manifest(
+    manifest = mf.build_manifest(
         ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
         staged.page_count, staged.repaired,
     )  # fmt: skip
-    complete = document["state"] == "complete"
+    complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one
-        archive_by = parse_iso(document["deadlines"]["archive_delete_by"])
+        archive_by = parse_iso(manifest.deadlines.archive_delete_by)
         deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
-    store.put_bytes(ref.manifest_key, mf.dumps(document))
+    store_json.write_manifest(store, ref.manifest_key, manifest)
     if complete:
-        work_by = parse_iso(document["deadlines"]["work_delete_by"])
+        work_by = parse_iso(manifest.deadlines.work_delete_by)
         material = working_objects(store, ref.report_id, ref.revision)
         audit.delete_audited(
             store, "working_material", ref.report_id, ref.revision, work_by, now, material
         )
-    return document, False
+    return manifest, False

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.retention.retention import iso
 from report_pipeline.core.retention.retention_audit import (
     CheckOutcome,
@@ -31,64 +32,64 @@ class Thresholds:
     due_day: int = 5  # a month's report is due archived by the end of this day of the next month
 
 
-def _scope(document: dict[str, Any]) -> dict[str, Any]:
-    return {"month": document["month"], "revision": document["parent_revision"]}
+def _scope(manifest: Manifest) -> dict[str, Any]:
+    return {"month": manifest.month, "revision": manifest.parent_revision}
 
 
-def manifest_complete(document: dict[str, Any]) -> CheckOutcome:
+def manifest_complete(manifest: Manifest) -> CheckOutcome:
     """archived + quarantined = expected, and every page has its row."""
-    counts = document["counts"]
-    passed = document["state"] in ARCHIVED_STATES
+    counts = manifest.counts
+    passed = manifest.state in ARCHIVED_STATES
     text = "every image accounted for" if passed else "some images are unaccounted for"
     keys = ("expected", "accounted", "archived", "quarantined", "pages_unaccounted")
     return CheckOutcome(
-        "manifest_complete", passed, text, {**_scope(document), **{k: counts[k] for k in keys}}
-    )
+        "manifest_complete", passed, text,
+        {**_scope(manifest), **{k: getattr(counts, k) for k in keys}},
+    )  # fmt: skip
 
 
-def archive_matches_manifest(store: Store, document: dict[str, Any]) -> CheckOutcome:
+def archive_matches_manifest(store: Store, manifest: Manifest) -> CheckOutcome:
     """Every object the revision's manifest lists exists with its bytes; nothing is unlisted.
     On S3 an object is matched by its listed ETag and size against the MD5 and size recorded
     at upload; otherwise (and whenever they disagree) its bytes are read and hashed
     (`retention_audit.verify_revision`). The metadata says how many objects went each way."""
     tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
-    prefix = archive_prefix(document["report_id"], document["parent_revision"])
-    verify_revision(store, prefix, document, tally)
+    prefix = archive_prefix(manifest.report_id, manifest.parent_revision)
+    verify_revision(store, prefix, manifest, tally)
     bad = tally["missing"] + tally["mismatched"] + tally["orphans"]
     return CheckOutcome(
         "archive_matches_manifest", not bad,
         "archive and manifest agree" if not bad else "archive and manifest disagree",
-        {**_scope(document), "objects_verified": tally["objects_verified"],
+        {**_scope(manifest), "objects_verified": tally["objects_verified"],
          "bytes_verified": tally["bytes_verified"], "missing_objects": len(tally["missing"]),
          "hash_mismatches": len(tally["mismatched"]), "orphan_objects": len(tally["orphans"]),
          "first_problem": bad[0] if bad else "", **compared(tally)},
     )  # fmt: skip
 
 
-def first_attempt_validation(document: dict[str, Any], limits: Thresholds) -> CheckOutcome:
+def first_attempt_validation(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
     """The essay's first signal: share of image occurrences validated on the first attempt."""
-    pct = float(document["metrics"]["validated_first_attempt_pct"])
+    pct = float(manifest.metrics.validated_first_attempt_pct)
     passed = pct >= limits.min_first_attempt_pct
     return CheckOutcome(
         "first_attempt_validation", passed,
         f"{pct}% validated on the first attempt (threshold {limits.min_first_attempt_pct}%)",
-        {**_scope(document), "validated_first_attempt_pct": pct,
-         "threshold_pct": limits.min_first_attempt_pct,
-         "images": document["counts"]["accounted"]},
+        {**_scope(manifest), "validated_first_attempt_pct": pct,
+         "threshold_pct": limits.min_first_attempt_pct, "images": manifest.counts.accounted},
     )  # fmt: skip
 
 
-def queue_age_p95(document: dict[str, Any], limits: Thresholds) -> CheckOutcome:
+def queue_age_p95(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
     """The essay's second signal: p95 age of a queued child task when its work started."""
-    age = float(document["metrics"]["queue_age_p95_seconds"])
+    age = float(manifest.metrics.queue_age_p95_seconds)
     passed = age <= limits.max_queue_age_p95_seconds
     return CheckOutcome(
         "queue_age_p95", passed,
         f"p95 queued child age {age} s (threshold {limits.max_queue_age_p95_seconds} s)",
-        {**_scope(document), "queue_age_p95_seconds": age,
+        {**_scope(manifest), "queue_age_p95_seconds": age,
          "threshold_seconds": limits.max_queue_age_p95_seconds,
-         "decode_peak_rss_mib": round(document["metrics"]["peak_rss_kib"] / 1024, 1)},
+         "decode_peak_rss_mib": round(manifest.metrics.peak_rss_kib / 1024, 1)},
     )  # fmt: skip
 
 
@@ -120,8 +121,8 @@ def archived_on_time(
 def is_archived(store: Store, month: str) -> bool:
     """The month has at least one archived (complete, or since expired) revision in the store."""
     for report_id, revision in revisions(store, month):
-        document = mf.read(store, manifest_key(report_id, revision))
-        if document and document["state"] in ARCHIVED_STATES:
+        manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
+        if manifest and manifest.state in ARCHIVED_STATES:
             return True
     return False
 

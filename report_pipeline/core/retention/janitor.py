@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
 from report_pipeline.core.retention import audit, deadlines, untracked
 from report_pipeline.core.retention.audit import Deletion
@@ -130,10 +131,10 @@ def expire_revision(
     key = manifest_key(report_id, revision)
     objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
     event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
-    document = mf.read(store, key)
-    if document and document["state"] != "expired":
+    manifest = store_json.read_manifest(store, key)
+    if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)
-        store.put_bytes(key, mf.dumps(mf.tombstone(document, iso(now), size, len(objects))))
+        store_json.write_manifest(store, key, mf.tombstone(manifest, iso(now), size, len(objects)))
     return event
 
 

@@ -9,8 +9,7 @@ worker.
 
 from __future__ import annotations
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.storage.store import MissingObject, ObjectInfo, Store
 
 
@@ -30,10 +29,10 @@ def unpublished_archive(store: Store, report_id: str, revision: str) -> list[Obj
     quarantined streams extraction writes straight to their archive keys), and anything but the
     tombstone under an expired one (a rerun's). A complete manifest covers it all: long clock."""
     key = keys.manifest_key(report_id, revision)
-    document = mf.read(store, key)
-    if document is not None and document["state"] == "complete":
+    manifest = store_json.read_manifest(store, key)
+    if manifest is not None and manifest.state == "complete":
         return []
-    tombstone = key if document is not None and document["state"] == "expired" else None
+    tombstone = key if manifest is not None and manifest.state == "expired" else None
     return [o for o in store.list(keys.archive_prefix(report_id, revision)) if o.key != tombstone]
 
 

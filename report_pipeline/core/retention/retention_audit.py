@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key, plan_key
+from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.retention import audit, deadlines, janitor, untracked
 from report_pipeline.core.retention.retention import iso, parse_iso
 from report_pipeline.core.settings import RetentionPolicy
@@ -110,12 +110,12 @@ class Revision:
 
     revision: str
     prefix: str
-    document: dict[str, Any] | None  # its manifest, if it has one
+    manifest: Manifest | None  # its manifest, if it has one
     deadline: datetime | None  # an unfinished revision's short-clock deadline (from its plan)
 
     @property
     def finished(self) -> bool:
-        return bool(self.document) and self.document["state"] in {"complete", "expired"}
+        return self.manifest is not None and self.manifest.state in {"complete", "expired"}
 
     def overdue(self, now: datetime) -> bool:
         """Unfinished, and no longer allowed to be in progress."""
@@ -127,8 +127,8 @@ def read_revisions(
 ) -> list[Revision]:
     found = []
     for report_id, revision in revisions(store, month):
-        document = mf.read(store, manifest_key(report_id, revision))
-        rev = Revision(revision, archive_prefix(report_id, revision), document, None)
+        manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
+        rev = Revision(revision, archive_prefix(report_id, revision), manifest, None)
         if not rev.finished:
             deadline = _plan_deadline(store, plan_key(report_id, revision), policy)
             rev = replace(rev, deadline=deadline)
@@ -139,7 +139,7 @@ def read_revisions(
 def _plan_deadline(store: Store, key: str, policy: RetentionPolicy) -> datetime | None:
     if not store.exists(key):
         return None
-    queued = parse_iso(json.loads(store.get_bytes(key, mf.JSON_CAP))["queued_at"])
+    queued = parse_iso(json.loads(store.get_bytes(key, store_json.JSON_CAP))["queued_at"])
     return queued + policy.unfinished_hold
 
 
@@ -148,9 +148,10 @@ def manifest_complete(found: list[Revision], store: Store, now: datetime) -> Che
     in progress, not incomplete)."""
     problems = []
     for rev in (r for r in found if r.overdue(now)):
-        counts = rev.document["counts"] if rev.document else {"expected": None, "accounted": None}
+        counts = rev.manifest.counts if rev.manifest else None
+        expected, accounted = (counts.expected, counts.accounted) if counts else (None, None)
         size = sum(o.size for o in store.list(rev.prefix))
-        problems.append((rev.revision, counts["expected"], counts["accounted"], size, rev.deadline))
+        problems.append((rev.revision, expected, accounted, size, rev.deadline))
     oldest = min(problems, key=lambda p: p[4] or now, default=None)
     return CheckOutcome(
         "manifest_complete", not problems,
@@ -172,15 +173,15 @@ class _Expected:
     md5: str | None  # of the bytes uploaded, recorded at upload; None in older manifests
 
 
-def _listed(document: dict[str, Any]) -> dict[str, _Expected]:
+def _listed(manifest: Manifest) -> dict[str, _Expected]:
     """Object key -> what it must hold, for every object the manifest lists."""
     listed = {}
-    for child in document["children"]:
-        key, md5 = child["object_key"], child.get("md5")
-        if key and child["state"] == "archived":
-            listed[key] = _Expected(child["content_hash"], child["bytes"], md5)
-        elif key and child["state"] == "quarantined":
-            listed[key] = _Expected(keys.parse_archive_key(key).digest, child["stream_bytes"], md5)
+    for child in manifest.children:
+        key, md5 = child.object_key, child.md5
+        if key and child.state == "archived":
+            listed[key] = _Expected(child.content_hash, child.bytes, md5)
+        elif key and child.state == "quarantined":
+            listed[key] = _Expected(keys.parse_archive_key(key).digest, child.stream_bytes, md5)
     return listed
 
 
@@ -189,7 +190,7 @@ BY_LISTING = "objects_matched_by_listing"  # S3: listed ETag = MD5 recorded at u
 BY_BYTES = "objects_rehashed"  # the bytes read back and their sha256 computed
 
 
-def verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: dict) -> None:
+def verify_revision(store: Store, prefix: str, manifest: Manifest, tally: dict) -> None:
     """Every listed object is present and holds its bytes; nothing unlisted is stored.
 
     An object whose listing carries an MD5 (S3: the ETag of a single-part SSE-S3 upload, which
@@ -198,7 +199,7 @@ def verify_revision(store: Store, prefix: str, document: dict[str, Any], tally: 
     other object (LocalStore, manifests without MD5s, and any listing that disagrees) is read
     back and its sha256 computed: a disagreeing ETag is never a pass, nor a failure on its own.
     """
-    listed = {} if document["state"] == "expired" else _listed(document)
+    listed = {} if manifest.state == "expired" else _listed(manifest)
     stored = {keys.IMAGES, keys.QUARANTINE}
     present = {o.key: o for o in store.list(prefix) if keys.parse_archive_key(o.key).kind in stored}
     tally["missing"] += [key for key in listed if key not in present]
@@ -244,7 +245,7 @@ def archive_matches_manifest(found: list[Revision], store: Store, now: datetime)
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
     for rev in found:
         if rev.finished:
-            verify_revision(store, rev.prefix, rev.document, tally)
+            verify_revision(store, rev.prefix, rev.manifest, tally)
         elif rev.overdue(now):  # an unfinished revision past its deadline: all of it is orphaned
             tally["orphans"] += [o.key for o in store.list(rev.prefix)]
     bad = tally["missing"] + tally["mismatched"] + tally["orphans"]

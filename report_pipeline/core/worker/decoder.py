@@ -21,7 +21,8 @@ from typing import NoReturn
 
 from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.worker.extract import ImageOutcome, Processed, process_image
+from report_pipeline.core.worker.extract import Processed, process_image
+from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import ImageRef, open_pdf, page_images
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75

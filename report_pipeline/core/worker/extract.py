@@ -14,6 +14,7 @@ from PIL import Image
 from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker import inline, normalize, validation
+from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import (
     ImageRef,
     components_of,
@@ -30,27 +31,6 @@ _ALLOCATION_FAILED = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out 
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
-
-
-@dataclass(frozen=True)
-class ImageOutcome:
-    page: int
-    index: int
-    state: str  # "validated" or "quarantined"
-    reason: str | None
-    detail: str | None
-    declared_type: str
-    signature: str | None
-    width: int
-    height: int
-    mode: str | None
-    content_hash: str | None
-    png_bytes: int
-    stream_bytes: int
-    started_at: str
-    finished_at: str
-    origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
-    xref: int = 0  # the image's PDF object number; 0 for an inline image
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import keys, store_json
+from report_pipeline.core.archive.records import Manifest, OutcomeRecord
 from report_pipeline.core.intake.intake import (
     INSPECTION_FAILED,
     RefusedInput,
@@ -34,12 +34,12 @@ from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import DecodeSettings, TaskSizing, WorkerSettings
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker.extract import ImageOutcome
 from report_pipeline.core.worker.isolation import (
     CpuBudgetExceeded,
     decode_pages,
     peak_child_rss_kib,
 )
+from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import TooManyImages, count_images, open_pdf
 from report_pipeline.core.worker.planning import group_pages, page_cost
 from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
@@ -67,9 +67,9 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def complete_manifest(store: Store, ref: RevisionRef) -> dict | None:
-    document = mf.read(store, ref.manifest_key)
-    return document if document and document["state"] == "complete" else None
+def complete_manifest(store: Store, ref: RevisionRef) -> Manifest | None:
+    manifest = store_json.read_manifest(store, ref.manifest_key)
+    return manifest if manifest and manifest.state == "complete" else None
 
 
 def stage(
@@ -155,7 +155,7 @@ def task_record(task: PageTask) -> dict:
 
 def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
     """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
-    plan = json.loads(store.get_bytes(ref.plan_key, mf.JSON_CAP))
+    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
     return [PageTask(ref, **record) for record in plan.get("tasks", [])]
 
 
@@ -190,20 +190,18 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     """
     started = utc_now()
     lease = lease_for(settings, owner)
-    records: list[dict] = []
+    records: list[OutcomeRecord] = []
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         mark_work(store, task.ref, settings)  # before this task's objects, later than staging
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
             for outcome, key, md5 in _decode(uploads, task, path, settings):
-                records.append(
-                    {**asdict(outcome), "object_key": key, "md5": md5, "lease": lease.lease_until}
-                )
-    records.sort(key=lambda r: (r["page"], r["index"]))
+                records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
+    records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
-    store.put_bytes(outcomes_key, json.dumps(records).encode())
-    valid = sum(r["state"] == "validated" for r in records)
+    store_json.write_outcomes(store, outcomes_key, records)
+    valid = sum(r.outcome.state == "validated" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
     return ExtractedTask(
         task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak,

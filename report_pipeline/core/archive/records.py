@@ -1,0 +1,120 @@
+"""The archive's vocabulary: one image occurrence from the worker to the manifest, typed.
+
+An occurrence is an `OutcomeRecord` in the worker's `outcomes.json`, a `ChildRecord` once it is
+archived or quarantined (`children/<task>.json`, then the manifest), and the `Manifest` accounts
+for all of them. These are plain frozen dataclasses (no PDF stack, no JSON): store_json.py is the
+only place they become JSON and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from report_pipeline.core.retention.retention import Deadlines
+from report_pipeline.core.worker.outcome import ImageOutcome
+
+SCHEMA_VERSION = 2  # what is written; 2: each child with an object records its MD5 (`md5`)
+READABLE_SCHEMAS = (1, 2)  # 1: the same without `md5`; such archives are checked by re-hashing
+
+
+@dataclass(frozen=True)
+class OutcomeRecord:
+    """The worker's outcome as `outcomes.json` keeps it: the archive key extraction wrote its
+    bytes to (None when there are none), the lease of the run that wrote them, and the MD5 of
+    those bytes (what S3 checked the upload against and lists as the ETag)."""
+
+    outcome: ImageOutcome
+    object_key: str | None
+    lease: str
+    md5: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildRecord:
+    sequence: int
+    page: int
+    index: int
+    state: str  # archived | quarantined (expired in a tombstone)
+    attempts: int
+    validated_first_attempt: bool
+    queued_at: str
+    started_at: str
+    finished_at: str
+    content_hash: str | None
+    width: int
+    height: int
+    format: str | None
+    mode: str | None
+    bytes: int
+    stream_bytes: int
+    declared_type: str
+    signature: str | None
+    quarantine_reason: str | None
+    quarantine_detail: str | None
+    object_key: str | None
+    cleanup_lease: str
+    origin: str  # how the page draws the image: xobject, inline, form/xobject, annotation/…
+    xref: int  # the image's PDF object number (0: inline), to compare with `pdfimages -list`
+    # MD5 (hex) of the bytes uploaded to `object_key`, recorded at upload (None in manifests
+    # from before it was kept): what S3 checked the upload against and lists as the ETag
+    md5: str | None = None
+
+
+@dataclass(frozen=True)
+class Counts:
+    pages: int
+    pages_unaccounted: int  # pages intake counted that have no row
+    expected: int
+    accounted: int
+    archived: int
+    quarantined: int
+    distinct_images: int
+    duplicate_occurrences: int
+    archived_bytes: int  # of the distinct images
+
+
+@dataclass(frozen=True)
+class Metrics:
+    validated_first_attempt_pct: float
+    queue_age_p95_seconds: float
+    peak_rss_kib: int
+
+
+@dataclass(frozen=True)
+class PageRow:
+    page: int
+    expected: int
+    archived: int
+    quarantined: int
+    state: str  # complete | incomplete
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What the long clock removed from an expired revision."""
+
+    objects: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One revision's account of every page and image occurrence. `expired_at` and `deleted`
+    are set only on a tombstone (state `expired`), what stays once the long clock has run."""
+
+    schema_version: int
+    parent_revision: str
+    report_id: str
+    month: str
+    source_hash: str
+    extractor_version: str
+    state: str  # complete | incomplete | expired
+    repaired: bool
+    created_at: str
+    deadlines: Deadlines
+    counts: Counts
+    metrics: Metrics
+    pages: tuple[PageRow, ...]
+    children: tuple[ChildRecord, ...]
+    expired_at: str | None = None
+    deleted: Deleted | None = None

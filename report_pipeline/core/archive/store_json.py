@@ -1,0 +1,126 @@
+"""JSON at the store's edge: the only place the archive's records become JSON and back.
+
+`outcomes.json` (the worker's outcomes of one task), `children/<task>.json` (its child records)
+and `manifest.json` are read and written here and nowhere else. Manifests are written as schema
+2: schema 1 key for key, plus `md5` on each child that has an object (left out when there is
+none, so a schema 1 manifest, read and written back, keeps its bytes); both still read.
+`outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
+image) is refused: its task must be extracted again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from report_pipeline.core.archive.records import (
+    READABLE_SCHEMAS,
+    ChildRecord,
+    Counts,
+    Deleted,
+    Manifest,
+    Metrics,
+    OutcomeRecord,
+    PageRow,
+)
+from report_pipeline.core.retention.retention import Deadlines
+from report_pipeline.core.storage.store import MissingObject, PermanentStorageError, Store
+from report_pipeline.core.worker.outcome import ImageOutcome
+
+JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
+_TOMBSTONE_ONLY = ("expired_at", "deleted")
+
+
+def outcome_to_json(record: OutcomeRecord) -> dict[str, Any]:
+    """One flat object: the outcome's fields, then `object_key`, `md5` and `lease`."""
+    extra = {"object_key": record.object_key, "md5": record.md5, "lease": record.lease}
+    return {**asdict(record.outcome), **extra}
+
+
+def outcome_from_json(data: dict[str, Any]) -> OutcomeRecord:
+    fields = dict(data)
+    if "work_key" in fields:  # images in work/, moved into the archive by the archive step
+        raise PermanentStorageError(
+            "outcomes written by an older extractor (images in work/, moved at archiving): "
+            "re-run the partition"
+        )  # their material is on the short clock like any other
+    object_key, md5, lease = fields.pop("object_key"), fields.pop("md5"), fields.pop("lease")
+    return OutcomeRecord(ImageOutcome(**fields), object_key, lease, md5)
+
+
+def child_to_json(child: ChildRecord) -> dict[str, Any]:
+    return _without_absent_md5(asdict(child))
+
+
+def _without_absent_md5(data: dict[str, Any]) -> dict[str, Any]:
+    if data["md5"] is None:
+        del data["md5"]  # no object, or a schema 1 record
+    return data
+
+
+def child_from_json(data: dict[str, Any]) -> ChildRecord:
+    return ChildRecord(**data)
+
+
+def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as a JSON object; a revision that has not expired has no tombstone keys."""
+    document = asdict(manifest)
+    document["pages"] = list(document["pages"])
+    document["children"] = [_without_absent_md5(child) for child in document["children"]]
+    for key in _TOMBSTONE_ONLY:
+        if document[key] is None:
+            del document[key]
+    return document
+
+
+def manifest_from_json(document: dict[str, Any]) -> Manifest:
+    if document.get("schema_version") not in READABLE_SCHEMAS:
+        raise ValueError(f"unsupported manifest schema {document.get('schema_version')!r}")
+    deleted = document.get("deleted")
+    return Manifest(**{
+        **document,
+        "repaired": document.get("repaired", False),  # manifests from before repairs counted
+        "deadlines": Deadlines(**document["deadlines"]),
+        "counts": Counts(**document["counts"]),
+        "metrics": Metrics(**document["metrics"]),
+        "pages": tuple(PageRow(**row) for row in document["pages"]),
+        "children": tuple(child_from_json(child) for child in document["children"]),
+        "deleted": Deleted(**deleted) if deleted is not None else None,
+    })  # fmt: skip
+
+
+def dumps(manifest: Manifest) -> bytes:
+    return json.dumps(manifest_to_json(manifest), indent=1, sort_keys=True).encode()
+
+
+def loads(data: bytes) -> Manifest:
+    return manifest_from_json(json.loads(data))
+
+
+def read_manifest(store: Store, key: str) -> Manifest | None:
+    """The stored manifest at `key`, or None when there is none."""
+    try:
+        return loads(store.get_bytes(key, JSON_CAP))  # one GET, not a HEAD first
+    except MissingObject:
+        return None
+
+
+def write_manifest(store: Store, key: str, manifest: Manifest) -> None:
+    store.put_bytes(key, dumps(manifest))
+
+
+def read_outcomes(store: Store, key: str) -> list[OutcomeRecord]:
+    return [outcome_from_json(item) for item in json.loads(store.get_bytes(key, JSON_CAP))]
+
+
+def write_outcomes(store: Store, key: str, records: list[OutcomeRecord]) -> None:
+    store.put_bytes(key, json.dumps([outcome_to_json(r) for r in records]).encode())
+
+
+def read_children(store: Store, key: str) -> list[ChildRecord]:
+    return [child_from_json(item) for item in json.loads(store.get_bytes(key, JSON_CAP))]
+
+
+def write_children(store: Store, key: str, children: list[ChildRecord]) -> None:
+    store.put_bytes(key, json.dumps([child_to_json(c) for c in children]).encode())

@@ -1,0 +1,30 @@
+"""The worker's verdict on one image occurrence: plain data, no PDF stack behind it.
+
+The extractor makes these; the archive side reads them back from `outcomes.json` without
+importing PyMuPDF or Pillow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ImageOutcome:
+    page: int
+    index: int
+    state: str  # "validated" or "quarantined"
+    reason: str | None
+    detail: str | None
+    declared_type: str
+    signature: str | None
+    width: int
+    height: int
+    mode: str | None
+    content_hash: str | None
+    png_bytes: int
+    stream_bytes: int
+    started_at: str
+    finished_at: str
+    origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
+    xref: int = 0  # the image's PDF object number; 0 for an inline image
