@@ -3,7 +3,8 @@
 Three sweeps, each opening only what is due: private workdirs (hour buckets on the worker's
 disk), working material in the store (the short clock's index), and archived revisions (the
 long clock's index). A fourth lists `staged/` and `work/` directly and removes expired material
-that no marker covers (`untracked`). Every deletion becomes one audit event. "Already gone"
+that no marker covers, with what a revision found there holds unpublished in the archive
+(`untracked`). Every deletion becomes one audit event. "Already gone"
 (a marker whose material was never written, or already deleted) counts as done.
 """
 
