@@ -6,6 +6,9 @@ deploy/production/dagster.yaml (Postgres storage, S3 compute logs), with Postgre
 127.0.0.1:5432 when it answers (else a throwaway server) and moto's S3 server in its own process
 on a loopback port. Every run gets a fresh database and fresh buckets. The embedded-default run
 (`bench.measure.dagster`) runs in the same rounds, to separate Postgres + S3 from Dagster itself.
+When PgBouncer is installed, the production run also runs through it (`dagster_production_pooled`:
+the same database server behind a session-mode pooler, report_pipeline/local_pgbouncer.py), since
+dagster-postgres opens a new connection per event a run writes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from contextlib import ExitStack
 from pathlib import Path
 from statistics import median
 
@@ -26,18 +30,22 @@ import dagster as dg
 from bench import common, measure
 from bench.common import ROOT, BenchError, own_cpu, pids_with, proc_cpu
 from bench.measure import MONTH, QUIET, Sample
-from report_pipeline import local_s3
+from report_pipeline import local_pgbouncer, local_s3
 from report_pipeline.definitions import build_defs
 from report_pipeline.defs import s3_resources
 from report_pipeline.local_postgres import Server, fresh_database, local_server
 
 INSTANCE_YAML = ROOT / "deploy" / "production" / "dagster.yaml"
 VARIANTS = ["plain", "dagster", "dagster_production"]
+POOLED = "dagster_production_pooled"  # through PgBouncer, when it is installed
 
 
-def production(pdf: Path, scratch: Path, server: Server, endpoint: str) -> Sample:
-    """extract_report_job for one partition, the report read from the S3 inbox. Besides the
-    times: the CPU seconds moto's server and this process (with its decoders) spent in the run."""
+def production(
+    pdf: Path, scratch: Path, server: Server, endpoint: str, pooler: Server | None = None
+) -> Sample:
+    """extract_report_job for one partition, the report read from the S3 inbox (through
+    `pooler` to the database when given). Besides the times: the CPU seconds moto's server and
+    this process (with its decoders) spent in the run."""
     s3 = local_s3.client(endpoint)
     bucket, inbox = (local_s3.private_bucket(s3, f"b-{uuid.uuid4().hex[:16]}") for _ in "12")
     s3.put_object(Bucket=inbox, Key=f"incoming/{MONTH}/{pdf.name}", Body=pdf.read_bytes())
@@ -45,6 +53,8 @@ def production(pdf: Path, scratch: Path, server: Server, endpoint: str) -> Sampl
         measure.fresh_dir(scratch, "production-") as tmp,
         fresh_database(server, "rp_bench") as url,
     ):
+        if pooler is not None:  # the same database, through the pooler
+            url = pooler.url(url.rsplit("/", 1)[1])
         os.environ.update(
             {
                 "DAGSTER_PG_URL": url,
@@ -82,18 +92,23 @@ def production(pdf: Path, scratch: Path, server: Server, endpoint: str) -> Sampl
     return sample
 
 
-def bench_report(pdf: Path, scratch: Path, server: Server, endpoint: str, repeat: int) -> dict:
+def bench_report(
+    pdf: Path, scratch: Path, server: Server, endpoint: str, repeat: int,
+    pooler: Server | None = None,
+) -> dict:  # fmt: skip
     runs = {
         "plain": lambda: measure.plain(pdf, scratch),
         "dagster": lambda: measure.dagster(pdf, scratch),
         "dagster_production": lambda: production(pdf, scratch, server, endpoint),
     }
+    if pooler is not None:
+        runs[POOLED] = lambda: production(pdf, scratch, server, endpoint, pooler)
     samples: dict[str, list[Sample]] = defaultdict(list)
     loads = []
     for i in range(repeat + 1):  # round 0: untimed warm-up
         load = os.getloadavg()[0]
         done = {name: run() for name, run in runs.items()}
-        for name in VARIANTS[1:]:
+        for name in list(runs)[1:]:
             measure.check_counts(done["plain"]["counts"], done[name], f"{pdf.name} {name}")
         label = "warm-up" if i == 0 else f"round {i}/{repeat}"
         times = "  ".join(f"{n} {s['wall_s']:.2f}s" for n, s in done.items())
@@ -104,7 +119,7 @@ def bench_report(pdf: Path, scratch: Path, server: Server, endpoint: str, repeat
         loads += [load] if i else []
     plain = [s["wall_s"] for s in samples["plain"]]
     rows = {}
-    for name in VARIANTS:
+    for name in runs:
         for field in ("wall_s", "run_s") if name != "plain" else ("wall_s",):
             values = [s[field] for s in samples[name]]
             rows[f"{name} {field}"] = {
@@ -146,14 +161,20 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
                  "REPORT_PIPELINE_S3_PREFIX", "REPORT_PIPELINE_INBOX"):  # fmt: skip
         os.environ.pop(name, None)
-    with local_server() as server, local_s3.moto_server() as endpoint:
+    with local_server() as server, local_s3.moto_server() as endpoint, ExitStack() as stack:
         os.environ.update({**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint})
         kind = "throwaway" if server.throwaway else "shared"
         print(f"PostgreSQL {kind} at {server.host}:{server.port}; moto S3 at {endpoint}")
+        pooler = None
+        if local_pgbouncer.binary():
+            pooler = stack.enter_context(local_pgbouncer.pgbouncer(server))
+            print(f"PgBouncer (session pooling) in front of it at {pooler.host}:{pooler.port}")
+        else:
+            print(f"pgbouncer is not installed: no {POOLED} runs (Debian: pgbouncer)")
         try:
             with tempfile.TemporaryDirectory(prefix="report-bench-prod-") as scratch:
                 results = [
-                    bench_report(pdf, Path(scratch), server, endpoint, args.repeat)
+                    bench_report(pdf, Path(scratch), server, endpoint, args.repeat, pooler)
                     for pdf in args.reports
                 ]
         except BenchError as error:
@@ -163,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print(f"\n{result['name']} (medians of {args.repeat} rounds; paired: per-round ratio)")
         for row, r in result["rows"].items():
-            print(f"  {row:<28}{r['median_s']:>8.2f} s{r['paired_ratio']:>8.2f}x plain")
+            print(f"  {row:<34}{r['median_s']:>8.2f} s{r['paired_ratio']:>8.2f}x plain")
         ratio = result["rows"]["dagster_production wall_s"]["paired_ratio"]
         cpu = result["cpu"]
         print(f"  dagster_production CPU per run: moto {cpu['moto_cpu_s']:.2f} s, this process "
@@ -171,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{cpu['wall_minus_moto_paired_ratio']:.2f}x plain (a lower bound for an S3 that "
               "costs this machine no CPU)")  # fmt: skip
         print(f"  goal {GOAL}x: {'met' if ratio <= GOAL else 'NOT met'}")
+        if f"{POOLED} wall_s" in result["rows"]:
+            pooled = result["rows"][f"{POOLED} wall_s"]["paired_ratio"]
+            print(f"  goal {GOAL}x through PgBouncer: {'met' if pooled <= GOAL else 'NOT met'}")
         if args.target is not None and ratio > args.target:
             over.append(result["name"])
     load = os.getloadavg()
