@@ -1,5 +1,7 @@
-"""Resources per deployment, chosen without editing files: `REPORT_PIPELINE_DEPLOYMENT`
-(`local`, the default, or `production`), read once by `deployment()` when the definitions load.
+"""Resources and executor per deployment, chosen without editing files:
+`REPORT_PIPELINE_DEPLOYMENT` (`local`, the default, or `production`), read once by `deployment()`
+when the definitions load, and `REPORT_PIPELINE_EXECUTOR` (`in_process`, the default, or
+`celery`, production only), read once by `executor_for()` at the same time.
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
@@ -31,10 +33,13 @@ DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
 LOCAL, PRODUCTION = "local", "production"
 BUCKET_ENV = "REPORT_PIPELINE_S3_BUCKET"  # the private bucket (store, op outputs, compute logs)
 IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and archive/
-# Every job's executor, set once on the Definitions (jobs inherit it), the same in every
-# deployment: in-process, a step costs ~0.04 s (bench/README.md), not seconds for a process per
-# step; partitions run concurrently as separate runs through the run queue.
+# Every job's executor is set once, on the Definitions (jobs inherit it): `executor_for()`.
+# The default in every deployment: in-process, a step costs ~0.04 s (bench/README.md), not
+# seconds for a process per step; partitions run concurrently as separate runs through the run
+# queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead (production).
 EXECUTOR = dg.in_process_executor
+EXECUTOR_ENV = "REPORT_PIPELINE_EXECUTOR"
+IN_PROCESS, CELERY = "in_process", "celery"
 
 
 def deployment() -> str:
@@ -42,6 +47,36 @@ def deployment() -> str:
     if name not in (LOCAL, PRODUCTION):
         raise ValueError(f"{DEPLOYMENT_ENV}={name!r}: expected {LOCAL!r} or {PRODUCTION!r}")
     return name
+
+
+def executor_name(deployment_name: str) -> str:
+    """REPORT_PIPELINE_EXECUTOR, checked against the deployment. Celery is refused outside
+    production: its steps run in other processes, on other hosts, and share only what the
+    instance ref and the resources name. The local deployment keeps op outputs (Dagster's
+    filesystem IO manager), compute logs, the store and the inbox in local folders a worker on
+    another host cannot see, and its sqlite instance cannot be shared between hosts; a run
+    would fail at its second step there, or worse, succeed on one host by accident."""
+    name = os.environ.get(EXECUTOR_ENV) or IN_PROCESS
+    if name not in (IN_PROCESS, CELERY):
+        raise ValueError(f"{EXECUTOR_ENV}={name!r}: expected {IN_PROCESS!r} or {CELERY!r}")
+    if name == CELERY and deployment_name != PRODUCTION:
+        raise ValueError(
+            f"{EXECUTOR_ENV}=celery needs {DEPLOYMENT_ENV}=production (Postgres instance, S3 "
+            f"store, S3 IO manager and S3 compute logs): with {DEPLOYMENT_ENV}="
+            f"{deployment_name!r}, steps on Celery workers would look for op outputs and the "
+            "store in folders only this host has"
+        )
+    return name
+
+
+def executor_for(deployment_name: str) -> dg.ExecutorDefinition:
+    """The executor every job runs on: EXECUTOR (in-process), or dagster-celery's executor
+    configured from the environment (defs/celery_executor.py)."""
+    if executor_name(deployment_name) == CELERY:
+        from report_pipeline.defs.celery_executor import celery_executor
+
+        return celery_executor()
+    return EXECUTOR
 
 
 # Where things live: set by the deployment, never per run (see defs/resources.py).
