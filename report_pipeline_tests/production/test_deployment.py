@@ -154,3 +154,21 @@ def test_the_celery_executor_config_resolves_from_the_environment(monkeypatch):
 @dg.asset
 def _noop() -> None:
     return None
+
+
+def test_a_celery_worker_refuses_to_start_where_a_step_could_not_run(tmp_path):
+    """Before it connects to any broker: a worker without its own DAGSTER_HOME, outside the
+    production deployment, or told to serve another executor stops with the reason."""
+    base = {"PATH": "/usr/bin:/bin", "DAGSTER_HOME": str(tmp_path)}
+    cases = [
+        ({"PATH": "/usr/bin:/bin"}, "DAGSTER_HOME is not set"),
+        (base, "REPORT_PIPELINE_EXECUTOR=celery needs REPORT_PIPELINE_DEPLOYMENT=production"),
+        ({**base, "REPORT_PIPELINE_DEPLOYMENT": "production",
+          "REPORT_PIPELINE_EXECUTOR": "in_process"}, "serves the celery executor"),
+    ]  # fmt: skip
+    for env, reason in cases:
+        done = subprocess.run(
+            [sys.executable, "-m", "report_pipeline.celery_worker", "--name", "w"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode != 0 and reason in done.stderr, (env, done.stderr[-2000:])
