@@ -146,6 +146,11 @@ def test_the_celery_executor_config_resolves_from_the_environment(monkeypatch):
     args = celery.worker_app_args()  # the worker's app: the same settings, its own values
     assert args["broker"] == resolved["broker"] and args["backend"] == resolved["backend"]
     assert args["config_source"] == resolved["config_source"]
+    from dagster_celery import core_execution_loop
+    from dagster_celery.version import __version__
+
+    assert __version__ == "0.29.27"  # the loop whose TICK_SECONDS celery_executor() sets
+    assert core_execution_loop.TICK_SECONDS == celery.POLL_SECONDS == 0.2
     monkeypatch.setenv(celery.VISIBILITY_ENV, "soon")
     with pytest.raises(ValueError, match="REPORT_PIPELINE_CELERY_VISIBILITY_TIMEOUT"):
         celery.config_source()
