@@ -45,13 +45,27 @@ class RetentionPolicy:
         return timedelta(minutes=self.lease_minutes + self.work_minutes)
 
 
+# Estimated work per task (core/worker/planning.py: one unit is ~0.02 s of plain-loop work),
+# per executor: each task is two steps, and a step's fixed cost depends on where it runs.
+# In-process (~0.1-0.2 s a step): 400 units, ~8 s, keeps it near 2% of the work.
+# On Celery a step costs ~CELERY s more (bench/README.md, `python -m bench.celery`): ...
+TARGET_UNITS = {"in_process": 400.0, "celery": 400.0}
+
+
 @dataclass(frozen=True)
 class TaskSizing:
     """Which pages go into one child task (core/worker/planning.py): a fixed number when
-    `pages_per_task` > 0, else groups of about `target_units` of estimated work (~8 s)."""
+    `pages_per_task` > 0, else groups of about `target_units` of estimated work, which
+    depends on the executor (`for_executor`; in-process: ~8 s)."""
 
     pages_per_task: int = 0
-    target_units: float = 400.0
+    target_units: float = TARGET_UNITS["in_process"]
+
+    @classmethod
+    def for_executor(cls, executor: str, pages_per_task: int = 0) -> TaskSizing:
+        if executor not in TARGET_UNITS:
+            raise ValueError(f"no task sizing for executor {executor!r}: {sorted(TARGET_UNITS)}")
+        return cls(pages_per_task, TARGET_UNITS[executor])
 
 
 @dataclass(frozen=True)
