@@ -27,6 +27,7 @@ import dagster as dg
 
 from report_pipeline import local_celery
 from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.settings import TARGET_UNITS
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.local_postgres import fresh_database
 from report_pipeline_tests.postgres import production_home
@@ -236,6 +237,17 @@ def test_page_groups_run_on_both_workers_sharing_only_postgres_and_s3(
         pids = {line["pid"] for w in c.workers for line in c.files(w) if line["op"] == "task"}
         starts = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)
         assert {e.dagster_event.pid for e in starts} <= pids
+
+        # the worker that planned (stage_report) sized tasks for Celery, as the run's own
+        # definitions would: run config chose 17 pages a group here
+        outputs = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_OUTPUT)
+        (staged,) = [
+            data for e in outputs if (data := e.dagster_event.event_specific_data)
+            and data.step_output_handle.step_key.endswith(".stage_report")
+            and data.step_output_handle.output_name == "staged"
+        ]  # fmt: skip
+        assert staged.metadata["target_task_units"].value == TARGET_UNITS["celery"]
+        assert staged.metadata["pages_per_task"].value == PAGES_PER_TASK
 
         assert_one_complete_manifest(backend, MONTH)
         assert_checks_passed(instance, run_id)
