@@ -62,6 +62,7 @@ def production(
                 "REPORT_PIPELINE_INBOX_BUCKET": inbox,
                 "REPORT_PIPELINE_INBOX_PREFIX": "incoming",
                 "REPORT_PIPELINE_WORK": str(tmp / "work"),
+                "DAGSTER_HOME": str(tmp / "home"),  # the instance's local files
             }
         )  # fmt: skip: read when the resources and the instance are used
         (tmp / "home").mkdir()

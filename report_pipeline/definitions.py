@@ -1,12 +1,13 @@
 """The one place the Dagster definitions are assembled, and the one place the executor is set
-(every job inherits it). Resources depend on the deployment (`REPORT_PIPELINE_DEPLOYMENT`, read
-here once at load: see defs/deployment.py)."""
+(every job inherits it). Resources and executor depend on the deployment
+(`REPORT_PIPELINE_DEPLOYMENT`, `REPORT_PIPELINE_EXECUTOR`, read here once at load: see
+defs/deployment.py)."""
 
 import dagster as dg
 
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.checks import archive_retention_checks
-from report_pipeline.defs.deployment import EXECUTOR, deployment, resources_for
+from report_pipeline.defs.deployment import deployment, executor_for, executor_name, resources_for
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
 from report_pipeline.defs.manifest_table import manifest_table
@@ -18,15 +19,16 @@ from report_pipeline.defs.stale_runs import dead_run_sensor
 
 def build_defs(deployment_name: str) -> dg.Definitions:
     """The same assets, checks, jobs, schedules and sensors everywhere; the deployment's
-    resources."""
+    resources and executor (which also sizes the tasks)."""
+    executor = executor_name(deployment_name)
     return dg.Definitions(
         assets=[report_manifest, manifest_table, image_archive],
         asset_checks=[archive_retention_checks],
         jobs=[extract_report_job, cleanup_job, retention_audit_job],
         schedules=[cleanup_schedule, retention_audit_schedule],
         sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
-        resources=resources_for(deployment_name),
-        executor=EXECUTOR,
+        resources=resources_for(deployment_name, executor),
+        executor=executor_for(executor),
     )
 
 

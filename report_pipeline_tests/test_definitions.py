@@ -55,7 +55,7 @@ def test_every_job_runs_on_the_one_executor_set_on_the_definitions():
 
     own = [jobs.extract_report_job, jobs.cleanup_job, jobs.retention_audit_job]
     assert [job.executor_def for job in own] == [None] * 3  # set nowhere else: inherited
-    assert defs.executor is EXECUTOR
+    assert defs.executor is EXECUTOR  # REPORT_PIPELINE_EXECUTOR unset: in-process
     resolved = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}
     assert {job.name for job in own} <= set(resolved)
     assert all(executor is EXECUTOR for executor in resolved.values()), resolved

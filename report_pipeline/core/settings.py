@@ -45,13 +45,31 @@ class RetentionPolicy:
         return timedelta(minutes=self.lease_minutes + self.work_minutes)
 
 
+# Estimated work per task (core/worker/planning.py: one unit is ~0.02 s of plain-loop work),
+# per executor: each task is two steps, and a step's fixed cost depends on where it runs.
+# In-process (~0.16-0.22 s a step on Postgres + S3): 400 units, ~8 s, keeps it near 2-4%.
+# On Celery a step costs 0.64-0.75 s more, and a run ~2 s more (bench/README.md, `python -m
+# bench.celery`): a report spread over two groups pays ~6-7 s that an in-process run does not.
+# 1000 units (~20 s of plain-loop work, ~30-40 s on Postgres + S3 here) keeps that under 25% for
+# the smallest report that spreads (just over 1000 units: two groups of half that); below it a
+# report is one group, and runs of different months are what fill the workers.
+TARGET_UNITS = {"in_process": 400.0, "celery": 1000.0}
+
+
 @dataclass(frozen=True)
 class TaskSizing:
     """Which pages go into one child task (core/worker/planning.py): a fixed number when
-    `pages_per_task` > 0, else groups of about `target_units` of estimated work (~8 s)."""
+    `pages_per_task` > 0, else groups of about `target_units` of estimated work, which
+    depends on the executor (`for_executor`; in-process: ~8 s)."""
 
     pages_per_task: int = 0
-    target_units: float = 400.0
+    target_units: float = TARGET_UNITS["in_process"]
+
+    @classmethod
+    def for_executor(cls, executor: str, pages_per_task: int = 0) -> TaskSizing:
+        if executor not in TARGET_UNITS:
+            raise ValueError(f"no task sizing for executor {executor!r}: {sorted(TARGET_UNITS)}")
+        return cls(pages_per_task, TARGET_UNITS[executor])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
-"""Resources per deployment, chosen without editing files: `REPORT_PIPELINE_DEPLOYMENT`
-(`local`, the default, or `production`), read once by `deployment()` when the definitions load.
+"""Resources and executor per deployment, chosen without editing files:
+`REPORT_PIPELINE_DEPLOYMENT` (`local`, the default, or `production`), read once by `deployment()`
+when the definitions load, and `REPORT_PIPELINE_EXECUTOR` (`in_process`, the default, or
+`celery`, production only), read once by `executor_name()` at the same time; task sizing
+follows the executor (core/settings.py TARGET_UNITS).
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
@@ -23,6 +26,7 @@ from typing import Any
 
 import dagster as dg
 
+from report_pipeline.core.settings import TaskSizing
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
@@ -31,10 +35,14 @@ DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
 LOCAL, PRODUCTION = "local", "production"
 BUCKET_ENV = "REPORT_PIPELINE_S3_BUCKET"  # the private bucket (store, op outputs, compute logs)
 IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and archive/
-# Every job's executor, set once on the Definitions (jobs inherit it), the same in every
-# deployment: in-process, a step costs ~0.04 s (bench/README.md), not seconds for a process per
-# step; partitions run concurrently as separate runs through the run queue.
+# Every job's executor is set once, on the Definitions (jobs inherit it): `executor_for()`.
+# The executor also sets the default task size (`settings.target_task_units`), at load.
+# The default in every deployment: in-process, a step costs ~0.04 s (bench/README.md), not
+# seconds for a process per step; partitions run concurrently as separate runs through the run
+# queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead (production).
 EXECUTOR = dg.in_process_executor
+EXECUTOR_ENV = "REPORT_PIPELINE_EXECUTOR"
+IN_PROCESS, CELERY = "in_process", "celery"
 
 
 def deployment() -> str:
@@ -42,6 +50,36 @@ def deployment() -> str:
     if name not in (LOCAL, PRODUCTION):
         raise ValueError(f"{DEPLOYMENT_ENV}={name!r}: expected {LOCAL!r} or {PRODUCTION!r}")
     return name
+
+
+def executor_name(deployment_name: str) -> str:
+    """REPORT_PIPELINE_EXECUTOR, checked against the deployment. Celery is refused outside
+    production: its steps run in other processes, on other hosts, and share only what the
+    instance ref and the resources name. The local deployment keeps op outputs (Dagster's
+    filesystem IO manager), compute logs, the store and the inbox in local folders a worker on
+    another host cannot see, and its sqlite instance cannot be shared between hosts; a run
+    would fail at its second step there, or worse, succeed on one host by accident."""
+    name = os.environ.get(EXECUTOR_ENV) or IN_PROCESS
+    if name not in (IN_PROCESS, CELERY):
+        raise ValueError(f"{EXECUTOR_ENV}={name!r}: expected {IN_PROCESS!r} or {CELERY!r}")
+    if name == CELERY and deployment_name != PRODUCTION:
+        raise ValueError(
+            f"{EXECUTOR_ENV}=celery needs {DEPLOYMENT_ENV}=production (Postgres instance, S3 "
+            f"store, S3 IO manager and S3 compute logs): with {DEPLOYMENT_ENV}="
+            f"{deployment_name!r}, steps on Celery workers would look for op outputs and the "
+            "store in folders only this host has"
+        )
+    return name
+
+
+def executor_for(name: str) -> dg.ExecutorDefinition:
+    """The executor every job runs on (`name` from `executor_name()`): EXECUTOR (in-process),
+    or dagster-celery's executor configured from the environment (defs/celery_executor.py)."""
+    if name == CELERY:
+        from report_pipeline.defs.celery_executor import celery_executor
+
+        return celery_executor()
+    return EXECUTOR
 
 
 # Where things live: set by the deployment, never per run (see defs/resources.py).
@@ -58,26 +96,27 @@ def root(variable: str) -> str:
     return dg.EnvVar(variable) if os.environ.get(variable) else DEFAULT_ROOTS[variable]
 
 
-def local_resources() -> dict[str, Any]:
+def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     """The embedded default: local inbox, store and scratch under their roots (see above);
-    Dagster's filesystem IO manager."""
+    Dagster's filesystem IO manager. Tasks sized for the executor (core/settings.py)."""
+    sizing = TaskSizing.for_executor(executor)
     return {
         "inbox": InboxResource(root=root(INBOX_ENV)),
         "store": StoreResource(root=root(STORE_ENV)),
-        "settings": WorkerResource(work_root=root(WORK_ENV)),
+        "settings": WorkerResource(work_root=root(WORK_ENV), target_task_units=sizing.target_units),
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
     }
 
 
-def production_resources() -> dict[str, Any]:
+def production_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     """Production (with the Postgres instance, deploy/production/dagster.yaml): the store on S3,
     the primary report source on S3 when REPORT_PIPELINE_INBOX_BUCKET is set (else the local
     inbox), and op outputs through the S3 IO manager, all in the environment (defs/s3_resources.py
     lists the variables). The worker settings, clock and check settings are the local ones."""
     from report_pipeline.defs import s3_resources
 
-    local = local_resources()
+    local = local_resources(executor)
     return {
         **local,
         "inbox": s3_resources.production_inbox_resource(local["inbox"]),
@@ -101,5 +140,5 @@ def s3_io_manager() -> dict[str, Any]:
     return {"io_manager": S3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)}
 
 
-def resources_for(name: str) -> dict[str, Any]:
-    return production_resources() if name == PRODUCTION else local_resources()
+def resources_for(name: str, executor: str = IN_PROCESS) -> dict[str, Any]:
+    return production_resources(executor) if name == PRODUCTION else local_resources(executor)

@@ -96,7 +96,8 @@ def stage_report(
             return
     if staged.reused:
         context.log.info("revision already archived with a complete manifest: nothing to extract")
-    meta = {**staged_metadata(staged), "page_groups": len(tasks), "pages_per_task": pages_per_task}
+    meta = {**staged_metadata(staged), "page_groups": len(tasks), "pages_per_task": pages_per_task,
+            "target_task_units": settings.target_task_units}  # fmt: skip
     yield dg.Output(staged, "staged", metadata=meta)
     for task in tasks:
         yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")

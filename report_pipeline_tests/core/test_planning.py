@@ -32,3 +32,26 @@ def test_automatic_grouping_follows_estimated_work():
 def test_pages_without_images_still_belong_to_a_task():
     groups = group_pages([(0, 0)] * 5, pages_per_task=2)
     assert covers(groups, 5) and sum(g.images for g in groups) == 0
+
+
+def test_automatic_groups_share_the_work_evenly():
+    """1.2 targets of work make two groups of ~0.6, not one full group and a scrap."""
+    pages = [(1, 900_000)] * 120  # 1.0 unit a page
+    halves = group_pages(pages, target_units=100)
+    assert [g.last_page - g.first_page + 1 for g in halves] == [60, 60]
+    assert len(group_pages(pages, target_units=120)) == 1
+    assert len(group_pages(pages, target_units=119)) == 2
+    uneven = [(1, 900_000)] * 60 + [(1, 9_900_000)] * 10  # 60 + 100 units: 80 each
+    groups = group_pages(uneven, target_units=100)
+    assert [(g.first_page, g.last_page) for g in groups] == [(1, 62), (63, 70)]
+    assert covers(group_pages(uneven, target_units=7), 70)
+
+
+def test_celery_tasks_are_sized_larger_than_in_process_ones():
+    from report_pipeline.core.settings import TARGET_UNITS, TaskSizing
+
+    assert TaskSizing.for_executor("in_process") == TaskSizing()
+    assert TaskSizing.for_executor("celery").target_units == TARGET_UNITS["celery"]
+    assert TARGET_UNITS["celery"] > TARGET_UNITS["in_process"]
+    with pytest.raises(ValueError, match="no task sizing for executor 'k8s'"):
+        TaskSizing.for_executor("k8s")

@@ -114,16 +114,19 @@ def backend(tmp_path: Path, s3: S3, monkeypatch) -> Backend:
 
 
 @pytest.fixture
-def pg_env(postgres: Database, backend: Backend, monkeypatch) -> dict[str, str]:
-    """DAGSTER_PG_URL, the deployment and the backend, in this process's environment for the
-    test (the instance's compute log manager needs the bucket)."""
-    env = {"DAGSTER_PG_URL": postgres.url, "REPORT_PIPELINE_DEPLOYMENT": "production"}
+def pg_env(tmp_path: Path, postgres: Database, backend: Backend, monkeypatch) -> dict[str, str]:
+    """DAGSTER_PG_URL, the deployment, the backend and DAGSTER_HOME (a copy of the production
+    instance file, `<tmp>/home`), in this process's environment for the test (the instance's
+    compute log manager needs the bucket, its local files go under DAGSTER_HOME)."""
+    home = production_home(tmp_path / "home")
+    env = {"DAGSTER_PG_URL": postgres.url, "REPORT_PIPELINE_DEPLOYMENT": "production",
+           "DAGSTER_HOME": str(home)}  # fmt: skip
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return {**backend.env, **env}
 
 
 @pytest.fixture
-def production_instance(tmp_path: Path, pg_env) -> Iterator[dg.DagsterInstance]:
-    with dg.DagsterInstance.from_config(str(production_home(tmp_path / "home"))) as instance:
+def production_instance(pg_env) -> Iterator[dg.DagsterInstance]:
+    with dg.DagsterInstance.from_config(pg_env["DAGSTER_HOME"]) as instance:
         yield instance

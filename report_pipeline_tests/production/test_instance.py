@@ -31,11 +31,33 @@ def test_queue_limits_monitoring_and_retries_are_the_embedded_defaults():
     embedded = yaml.safe_load((REPO / "dagster_home" / "dagster.yaml").read_text())
     for section in SHARED_SECTIONS:
         assert production[section] == embedded[section], section
-    assert set(production) == {*SHARED_SECTIONS, "storage", "compute_logs"}
+    assert set(production) == {
+        *SHARED_SECTIONS, "storage", "compute_logs", "local_artifact_storage"
+    }  # fmt: skip
     assert production["storage"] == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
     logs = production["compute_logs"]
     assert logs["config"]["bucket"] == {"env": "REPORT_PIPELINE_S3_BUCKET"}
     assert logs["config"]["upload_extra_args"] == {"ServerSideEncryption": "AES256"}
+
+
+def test_local_files_go_under_each_processs_own_dagster_home(tmp_path: Path, pg_env, monkeypatch):
+    """The instance ref a Celery step carries names DAGSTER_HOME, not the orchestrating host's
+    folder: each process that builds the instance from the ref puts Dagster's local files
+    (artifact storage, compute logs staged before upload) under its own DAGSTER_HOME."""
+    orchestrator = production_home(tmp_path / "orchestrator")
+    monkeypatch.setenv("DAGSTER_HOME", str(orchestrator))
+    ref = dg.DagsterInstance.from_config(str(orchestrator)).get_ref()
+    worker = tmp_path / "worker-home"
+    worker.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(worker))
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        assert instance.root_directory == str(worker)
+        assert instance.storage_directory() == str(worker / "storage")
+        local = instance.compute_log_manager.local_manager  # staged before each upload
+        assert local.get_captured_local_path(["run", "compute_logs", "step"], "err").startswith(
+            str(worker)
+        )
+    assert not [p for p in orchestrator.iterdir() if p.name != "dagster.yaml"]
 
 
 NO_PROJECT = """import sys
@@ -58,8 +80,9 @@ def test_the_instance_loads_where_the_project_is_not_installed(tmp_path: Path, p
     done = subprocess.run(probe, capture_output=True, text=True, env=os.environ, check=False)
     assert done.stdout.strip() == "PostgresRunStorage", done.stderr[-2000:]
     text = PRODUCTION_YAML.read_text()
-    modules = [line.split("module:")[1].strip() for line in text.splitlines() if "module:" in line]
-    assert modules and all(m.startswith("dagster_aws.") for m in modules), modules
+    lines = [line for line in text.splitlines() if "module:" in line]
+    modules = [line.split("module:")[1].split()[0] for line in lines]
+    assert modules and all(m.split(".")[0] in ("dagster", "dagster_aws") for m in modules), modules
 
 
 def test_compute_logs_go_to_the_bucket_from_the_environment_only(

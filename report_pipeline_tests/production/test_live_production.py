@@ -65,6 +65,7 @@ def test_backfill_sensor_cleanup_and_checks_on_postgres_and_s3(
 
             monkeypatch.setenv("DAGSTER_PG_URL", url)
             home = production_home(tmp_path / "reader")
+            monkeypatch.setenv("DAGSTER_HOME", str(home))
             with dg.DagsterInstance.from_config(str(home)) as instance:  # the same database
                 # cleanup_schedule fires every 5 minutes: a scheduled janitor run may join in
                 runs = [r for r in instance.get_runs() if "dagster/schedule_name" not in r.tags]

@@ -1,11 +1,14 @@
 """Task granularity: which pages go into one child task.
 
-A Dagster step costs ~0.1-0.2 s on the embedded instance, more than one page's work, so pages are
-grouped until a task holds enough work to pay for its steps. The per-page record is unchanged.
+A Dagster step costs ~0.1-0.2 s on the embedded instance, more than one page's work, and about
+0.6 s more on a Celery worker, so pages are grouped until a task holds enough work to pay for its
+steps: about `target_units` of estimated work, a per-executor setting (core/settings.py
+TARGET_UNITS). The per-page record is unchanged.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from report_pipeline.core.settings import TaskSizing
@@ -13,8 +16,9 @@ from report_pipeline.core.settings import TaskSizing
 # Work units: declared megapixels plus a fixed cost per image (open, hash, write). Fitted on
 # this 2-core machine from the monthly fixture, reference/chelsea_pdta.pdf and the 4800x3600
 # fixture: ~0.02 s per megapixel and ~0.0017 s per image, so an image costs ~0.1 MP and one
-# unit is ~0.02 s. The default target (settings.TaskSizing: 400 units, ~8 s of work) keeps each
-# task's two steps (~0.15 s on the sqlite instance) under ~2% of its work.
+# unit is ~0.02 s. The in-process target (settings.TaskSizing: 400 units, ~8 s of work) keeps
+# each task's two steps (~0.15 s on the sqlite instance) under ~2% of its work; Celery's is
+# larger (settings.TARGET_UNITS says why).
 IMAGE_COST_MP = 0.1
 
 
@@ -40,14 +44,24 @@ def group_pages(
     pages_per_task: int = TaskSizing.pages_per_task,
     target_units: float = TaskSizing.target_units,
 ) -> list[PageGroup]:
-    """Contiguous groups: fixed size when `pages_per_task` > 0, else by estimated work."""
+    """Contiguous groups: fixed size when `pages_per_task` > 0, else by estimated work: as many
+    groups as `target_units` fits into the report's work, rounded up, each holding about the
+    same share (a report of 1.2 targets is two halves, not a full task and a scrap, so workers
+    that run its groups side by side finish together)."""
+    costs = [page_cost(count, pixels) for count, pixels in counts]
+    if pages_per_task <= 0:
+        total = sum(costs)
+        share = total / max(1, math.ceil(total / target_units)) if total else 0.0
     groups: list[PageGroup] = []
-    first, images, units = 1, 0, 0.0
-    for page, (count, pixels) in enumerate(counts, start=1):
+    first, images, units, done = 1, 0, 0.0, 0.0
+    for page, (count, _pixels) in enumerate(counts, start=1):
         images += count
-        units += page_cost(count, pixels)
-        full = page - first + 1 >= pages_per_task if pages_per_task > 0 else units >= target_units
+        units += costs[page - 1]
+        if pages_per_task > 0:
+            full = page - first + 1 >= pages_per_task
+        else:  # the group ends where the report's running work reaches its next share
+            full = share > 0 and done + units >= (len(groups) + 1) * share * (1 - 1e-9)
         if full or page == len(counts):
             groups.append(PageGroup(first, page, images))
-            first, images, units = page + 1, 0, 0.0
+            first, images, done, units = page + 1, 0, done + units, 0.0
     return groups
