@@ -21,14 +21,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from report_pipeline.loopback import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 PRODUCTION_YAML = REPO / "deploy" / "production" / "dagster.yaml"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _ping(port: int) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from report_pipeline.local_postgres import Server, _run_as, free_port
+from report_pipeline.local_postgres import Server, _run_as
+from report_pipeline.loopback import accepting, free_port
 
 BINARY = ("pgbouncer", "/usr/sbin/pgbouncer")
 
@@ -50,9 +50,8 @@ pidfile = {folder}/pgbouncer.pid
 
 def _answers(port: int, deadline: float) -> bool:
     while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return True
+        if accepting(port):
+            return True
         time.sleep(0.05)
     return False
 

@@ -13,7 +13,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg2
+
+from report_pipeline.loopback import free_port
 
 SHARED = ("127.0.0.1", 5432)
 CAN_CREATE = "SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user"
@@ -67,12 +68,6 @@ def answering(host: str, port: int, users: tuple[str, ...] = ("postgres", "root"
             if row and row[0]:
                 return server
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _bin(name: str) -> str:

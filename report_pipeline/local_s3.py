@@ -5,7 +5,6 @@ process, stopped at the end with everything it held. Not Dagster, not core: plai
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from typing import Any
 
 import boto3
 
+from report_pipeline.loopback import accepting, free_port
+
 # Dummy credentials: moto accepts any; set in the environment of whatever talks to it.
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -23,20 +24,6 @@ CREDENTIALS = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _answering(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @contextmanager
@@ -52,7 +39,7 @@ def moto_server(timeout: float = 30.0) -> Iterator[str]:
     )  # fmt: skip
     try:
         deadline = time.monotonic() + timeout
-        while not _answering(port):
+        while not accepting(port):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port}")
             time.sleep(0.1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from report_pipeline import local_s3
+from report_pipeline import loopback
 from report_pipeline.core.storage.s3_errors import classify
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
@@ -66,7 +66,7 @@ def test_a_missing_bucket_is_permanent(s3):
 
 
 def test_an_unreachable_endpoint_is_transient():
-    closed = f"http://127.0.0.1:{local_s3.free_port()}"  # nothing listens there
+    closed = f"http://127.0.0.1:{loopback.free_port()}"  # nothing listens there
     store = S3Store(s3_helpers.client(closed, attempts=1, timeout=2), "bucket")
     for operation in OPERATIONS.values():
         with pytest.raises(TransientStorageError, match="EndpointConnectionError") as caught:

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from report_pipeline.loopback import free_port
 from report_pipeline_tests.conftest import fixture_pdf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,12 +106,6 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 180.0) -
             return value
         time.sleep(0.5)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _prepare(root: Path, instance_yaml: Path) -> Path:
