@@ -3,7 +3,9 @@ configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=produc
 machine. Postgres comes from DAGSTER_PG_URL when it is set, S3 from REPORT_PIPELINE_S3_BUCKET
 (with AWS_ENDPOINT_URL or AWS); otherwise a throwaway PostgreSQL server and a local S3 API
 server (moto, dev dependency group) are started for the purpose (and said so), and stopped, with
-their data, when the command ends.
+their data, when the command ends. The throwaway server is reached through PgBouncer with the
+committed deploy/production/pgbouncer.ini when Debian's pgbouncer is installed, as a deployment
+should run it.
 
 DAGSTER_HOME is var/production/dagster_home (git-ignored), holding a fresh copy of the
 committed dagster.yaml each time. The store, op outputs and compute logs are in the bucket. The
@@ -41,6 +43,7 @@ def postgres_url() -> Iterator[str]:
         print(f"Postgres: {redacted(url)} (DAGSTER_PG_URL)", flush=True)
         yield url
         return
+    from report_pipeline import local_pgbouncer
     from report_pipeline.local_postgres import throwaway_server
 
     with throwaway_server() as server:
@@ -50,7 +53,17 @@ def postgres_url() -> Iterator[str]:
             "deleted when the command ends. Set DAGSTER_PG_URL to keep runs.",
             flush=True,
         )
-        yield server.url("postgres")
+        if local_pgbouncer.binary() is None:
+            print("PgBouncer not found (Debian: pgbouncer): Dagster talks to it directly.")
+            yield server.url("postgres")
+            return
+        with local_pgbouncer.pgbouncer(server) as pooler:
+            print(
+                f"PgBouncer in front of it at {pooler.host}:{pooler.port}, with the pooling "
+                "settings of deploy/production/pgbouncer.ini, as a deployment would run it.",
+                flush=True,
+            )
+            yield pooler.url("postgres")
 
 
 LOCAL_BUCKET = "report-pipeline"

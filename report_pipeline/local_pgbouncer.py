@@ -1,5 +1,6 @@
-"""PgBouncer in front of a PostgreSQL server on one machine (the production benchmark; a
-deployment would run its own pooler the same way).
+"""PgBouncer in front of a PostgreSQL server on one machine, with the pooling settings of the
+committed deploy/production/pgbouncer.ini (`make demo-production`, `make dev-production`,
+`bench.production`; a deployment runs its own pooler from the same file).
 
 Why: outside the webserver, dagster-postgres opens a new connection for every event a run writes
 (SQLAlchemy `NullPool`, not configurable), ~7-9 ms each here against ~1.6 ms for a write on an
@@ -9,6 +10,7 @@ connections open between those short client connections. Plain Python, not Dagst
 
 from __future__ import annotations
 
+import configparser
 import os
 import shutil
 import subprocess
@@ -22,6 +24,7 @@ from report_pipeline.local_postgres import Server, _run_as
 from report_pipeline.loopback import accepting, free_port
 
 BINARY = ("pgbouncer", "/usr/sbin/pgbouncer")
+SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "production" / "pgbouncer.ini"
 
 
 def binary() -> str | None:
@@ -29,7 +32,15 @@ def binary() -> str | None:
     return next((found for name in BINARY if (found := shutil.which(name))), None)
 
 
+def pooling_settings() -> dict[str, str]:
+    """The settings of the committed deploy/production/pgbouncer.ini (a [pgbouncer] fragment)."""
+    parser = configparser.ConfigParser(comment_prefixes=(";", "#"), interpolation=None)
+    parser.read_string("[pgbouncer]\n" + SETTINGS.read_text())
+    return dict(parser["pgbouncer"])
+
+
 def _config(server: Server, port: int, folder: Path) -> str:
+    # the committed file itself, included as compose.yaml's pooler includes it
     return f"""[databases]
 * = host={server.host} port={server.port}
 [pgbouncer]
@@ -38,13 +49,10 @@ listen_port = {port}
 unix_socket_dir =
 auth_type = trust
 auth_file = {folder}/users.txt
-pool_mode = session
-max_client_conn = 200
-default_pool_size = 20
-server_reset_query = DISCARD ALL
-ignore_startup_parameters = extra_float_digits,options
+stats_users = {server.user}
 logfile = {folder}/pgbouncer.log
 pidfile = {folder}/pgbouncer.pid
+%include {SETTINGS}
 """
 
 

@@ -31,6 +31,9 @@ def test_make_demo_production_starts_a_throwaway_postgres_and_succeeds(tmp_path:
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "DAGSTER_PG_URL is not set: started a throwaway PostgreSQL server" in done.stdout
+    # .ci/system-packages installs pgbouncer, so the demo runs through the committed pooler file
+    pooled = re.search(r"PgBouncer in front of it at ([\d.]+):(\d+), with the pooling", done.stdout)
+    assert pooled, done.stdout[-3000:]
     assert "succeeded." in done.stdout and "state complete" in done.stdout
     assert "make dev-production" in done.stdout
     assert set(glob.glob(THROWAWAYS)) <= before  # stopped and deleted
@@ -42,5 +45,6 @@ def test_make_demo_production_starts_a_throwaway_postgres_and_succeeds(tmp_path:
     # the sample went into the S3 inbox, not the local folder
     assert "Sample report: s3://report-pipeline-inbox/2026-10/monthly_report.pdf" in done.stdout
     assert not (tmp_path / "inbox").exists()
-    with socket.socket() as probe:  # the S3 server is stopped
-        assert probe.connect_ex((started[1], int(started[2]))) != 0
+    for host, port in (started.groups(), pooled.groups()):  # the S3 server and pooler stopped
+        with socket.socket() as probe:
+            assert probe.connect_ex((host, int(port))) != 0

@@ -8,7 +8,7 @@ import dagster as dg
 import psycopg2
 import yaml
 
-from report_pipeline.local_pgbouncer import pgbouncer
+from report_pipeline.local_pgbouncer import pgbouncer, pooling_settings
 from report_pipeline_tests.postgres import test_database
 
 
@@ -48,3 +48,21 @@ def test_a_dagster_instance_writes_its_events_through_pgbouncer(tmp_path):
             host=pooler.host, port=pooler.port, user=pooler.user, dbname=database.name
         )
         connection.close()
+
+
+def test_the_local_pooler_runs_the_committed_pooling_settings(tmp_path):
+    """deploy/production/pgbouncer.ini is what demo-production, dev-production and the benchmark
+    run: its settings reach the running pooler (SHOW CONFIG on the admin console)."""
+    settings = pooling_settings()
+    assert settings["pool_mode"] == "session"
+    with test_database() as database, pgbouncer(database.server) as pooler:
+        connection = psycopg2.connect(
+            host=pooler.host, port=pooler.port, user=pooler.user, dbname="pgbouncer"
+        )
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW CONFIG")
+            running = {row[0]: row[1] for row in cursor.fetchall()}
+        connection.close()
+    for key, value in settings.items():
+        assert running[key] == value, key
