@@ -82,6 +82,7 @@ def pgbouncer(server: Server) -> Iterator[Server]:
         process = subprocess.Popen(
             [program, str(folder / "pgbouncer.ini")], cwd=folder,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **drop,
+            start_new_session=True,  # a terminal's Ctrl-C stops Dagster first, then this block
         )  # fmt: skip
         try:
             if not _answers(port, time.monotonic() + 10):
