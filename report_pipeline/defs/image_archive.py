@@ -17,7 +17,7 @@ from report_pipeline.defs.resources import StoreResource, WorkerResource
 TABLE_ROWS = 200
 # every kind, so each plots as 0 too
 KINDS = ("workdir", "working_material", "archive", "untracked_staged", "untracked_work",
-         "untracked_archive")  # fmt: skip
+         "untracked_archive", "partial_write")  # fmt: skip
 _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
             ("deleted_at", "string"), ("lag_seconds", "float"), ("bytes", "int")]  # fmt: skip
 

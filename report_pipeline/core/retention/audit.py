@@ -15,7 +15,8 @@ from report_pipeline.core.storage.store import ObjectInfo, Store
 
 @dataclass(frozen=True)
 class Deletion:
-    kind: str  # workdir | working_material | archive
+    # workdir | working_material | archive | untracked kinds (untracked.py) | partial_write
+    kind: str
     item: str  # a revision id or a workdir's random name
     report_id: str
     revision: str

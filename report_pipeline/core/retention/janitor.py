@@ -4,7 +4,8 @@ Three sweeps, each opening only what is due: private workdirs (hour buckets on t
 disk), working material in the store (the short clock's index), and archived revisions (the
 long clock's index). A fourth lists `staged/` and `work/` directly and removes expired material
 that no marker covers, with what a revision found there holds unpublished in the archive
-(`untracked`). Every deletion becomes one audit event. "Already gone"
+(`untracked`). A fifth removes writes a crashed writer left half-done (LocalStore's
+`.partial/`; S3 has none). Every deletion becomes one audit event. "Already gone"
 (a marker whose material was never written, or already deleted) counts as done.
 """
 
@@ -162,6 +163,26 @@ def sweep_untracked(
             stats.deletions.append(event)
 
 
+def abandoned_writes(
+    store: Store, now: datetime, policy: RetentionPolicy
+) -> Iterator[tuple[ObjectInfo, datetime]]:
+    """(partial write, deadline) for every write left half-done: no write lasts longer than a
+    run's lease, so one untouched for lease + short clock was abandoned by a crashed writer."""
+    for item in store.abandoned_writes((now - policy.unfinished_hold).timestamp()):
+        yield item, datetime.fromtimestamp(item.modified, UTC) + policy.unfinished_hold
+
+
+def sweep_abandoned_writes(
+    store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
+) -> None:
+    for item, deadline in list(abandoned_writes(store, now, policy)):
+        store.delete_abandoned([item.key])
+        name = item.key.rsplit("/", 1)[-1]
+        event = audit.deletion("partial_write", name, "", "", deadline, now, item.size, 1)
+        audit.record(store, event)
+        stats.deletions.append(event)
+
+
 def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
     """One janitor pass at `now` (an injectable clock)."""
     stats = JanitorPass()
@@ -171,4 +192,5 @@ def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -
     sweep_working_material(store, now, policy, stats)
     sweep_untracked(store, now, policy, stats)
     sweep_archive(store, now, stats)
+    sweep_abandoned_writes(store, now, policy, stats)
     return stats

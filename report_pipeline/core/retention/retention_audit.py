@@ -52,7 +52,8 @@ def work_material_deleted_by_deadline(
     store: Store, work_root: Path, now: datetime, policy: RetentionPolicy, grace: timedelta
 ) -> CheckOutcome:
     """Bytes of working material retained past the short clock (plus grace) must be zero: what
-    the index leads to, and what a listing of `staged/` and `work/` finds without it."""
+    the index leads to, what a listing of `staged/` and `work/` finds without it, workdirs, and
+    writes a crashed writer left half-done."""
     cutoff, overdue, seen = now - grace, _Overdue(), set()
     for entry in deadlines.due(store, deadlines.WORK, cutoff):
         if entry.revision in seen:
@@ -69,6 +70,8 @@ def work_material_deleted_by_deadline(
         work_root, cutoff, janitor.JanitorPass()
     ):
         overdue.add(f"workdir {workdir.name}", deadline, janitor.dir_size(workdir)[0])
+    for item, deadline in janitor.abandoned_writes(store, cutoff, policy):
+        overdue.add(f"partial write {item.key.rsplit('/', 1)[-1]}", deadline, item.size)
     passed = not overdue.items
     text = "no working material past its deadline" if passed else "working material is overdue"
     metadata = {**overdue.metadata(), "untracked_items": len(untracked_items),

@@ -196,6 +196,15 @@ class S3Store:
             for common in page.get("CommonPrefixes", [])
         )
 
+    def abandoned_writes(self, before: float) -> list[ObjectInfo]:
+        """None: every write is one PutObject, which S3 stores whole or not at all (no
+        multipart uploads, so no incomplete parts to abort)."""
+        return []
+
+    def delete_abandoned(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            raise PermanentStorageError(f"not a partial write: {key!r}")
+
 
 def _md5(data: bytes) -> dict[str, str]:
     """Content-MD5 for a PutObject: S3 refuses the upload (BadDigest) if the bytes it received

@@ -7,6 +7,7 @@ reader never sees half an object and a retried write is harmless.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -100,6 +101,10 @@ class Store(Protocol):
     def delete_many(self, keys: Iterable[str]) -> None: ...
     def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
     def list_prefixes(self, prefix: str) -> list[str]: ...
+    # Writes a crashed writer left half-done, started before `before` (seconds since the
+    # epoch), for the janitor: never objects, never in listings.
+    def abandoned_writes(self, before: float) -> list[ObjectInfo]: ...
+    def delete_abandoned(self, keys: Iterable[str]) -> None: ...
 
 
 def check_key(key: str) -> str:
@@ -117,8 +122,16 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+PARTIAL = ".partial"  # LocalStore's writes in flight, all in one folder (not a key)
+
+
 class LocalStore:
-    """The embedded default: a private directory tree (0700 dirs, 0600 files)."""
+    """The embedded default: a private directory tree (0700 dirs, 0600 files).
+
+    Every write goes to a random name in `.partial/` (same filesystem) and is renamed or linked
+    into place when complete. A writer killed mid-write leaves its file there, where listings
+    never look and the janitor finds it without walking the tree (`abandoned_writes`).
+    """
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
@@ -129,11 +142,17 @@ class LocalStore:
         os.chmod(path, 0o700)
 
     def _path(self, key: str) -> Path:
-        return self.root / check_key(key)
+        if check_key(key).split("/", 1)[0] == PARTIAL:
+            raise PermanentStorageError(f"invalid store key {key!r}")
+        return self.root / key
 
-    def _tmp_beside(self, path: Path) -> Path:
+    def _tmp_for(self, path: Path) -> Path:
+        """A fresh name in `.partial/` for a write that will end at `path`."""
         self._mkdir_chain(path.parent)
-        return path.parent / f".tmp-{secrets.token_hex(8)}"
+        partial = self.root / PARTIAL
+        if not partial.is_dir():
+            self._mkdir(partial)
+        return partial / secrets.token_hex(8)
 
     def _mkdir_chain(self, directory: Path) -> None:
         missing = []
@@ -145,7 +164,7 @@ class LocalStore:
 
     def _write(self, key: str, writer) -> None:
         final = self._path(key)
-        tmp = self._tmp_beside(final)
+        tmp = self._tmp_for(final)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
@@ -172,7 +191,7 @@ class LocalStore:
         into place, and link(2) fails if the name exists. (S3: PutObject with
         `If-None-Match: *`, whose 412 Precondition Failed means False.)"""
         final = self._path(key)
-        tmp = self._tmp_beside(final)
+        tmp = self._tmp_for(final)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
@@ -242,9 +261,11 @@ class LocalStore:
         base = self._path(prefix.rstrip("/")) if prefix else self.root
         if not base.is_dir():
             return
-        for directory, _dirs, files in os.walk(base):
+        for directory, dirs, files in os.walk(base):
+            if directory == str(self.root):
+                dirs[:] = [d for d in dirs if d != PARTIAL]
             for name in sorted(files):
-                if name.startswith(".tmp-"):
+                if name.startswith(".tmp-"):  # an older version's partial write
                     continue
                 path = Path(directory, name)
                 try:
@@ -259,3 +280,23 @@ class LocalStore:
         if not base.is_dir():
             return []
         return sorted(f"{prefix.rstrip('/')}/{e.name}" for e in os.scandir(base) if e.is_dir())
+
+    def abandoned_writes(self, before: float) -> list[ObjectInfo]:
+        """Files in `.partial/` last written before `before`: a live write touches its file
+        as it goes, so one untouched for longer than any write may take was abandoned."""
+        found = []
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self.root / PARTIAL):
+                with contextlib.suppress(FileNotFoundError):  # finished meanwhile
+                    info = entry.stat(follow_symlinks=False)
+                    if info.st_mtime < before:
+                        found.append(ObjectInfo(f"{PARTIAL}/{entry.name}", info.st_size,
+                                                info.st_mtime))  # fmt: skip
+        return sorted(found, key=lambda o: o.key)
+
+    def delete_abandoned(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            folder, _, name = key.partition("/")
+            if folder != PARTIAL or not re.fullmatch(r"[0-9a-f]+", name):
+                raise PermanentStorageError(f"not a partial write: {key!r}")
+            (self.root / PARTIAL / name).unlink(missing_ok=True)
