@@ -13,13 +13,9 @@ from typing import Any
 from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
 from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.retention.check_outcome import CheckOutcome
 from report_pipeline.core.retention.retention import iso
-from report_pipeline.core.retention.retention_audit import (
-    CheckOutcome,
-    compared,
-    revisions,
-    verify_revision,
-)
+from report_pipeline.core.retention.revision_audit import compared, revisions, verify_revision
 from report_pipeline.core.storage.store import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
@@ -52,7 +48,7 @@ def archive_matches_manifest(store: Store, manifest: Manifest) -> CheckOutcome:
     """Every object the revision's manifest lists exists with its bytes; nothing is unlisted.
     On S3 an object is matched by its listed ETag and size against the MD5 and size recorded
     at upload; otherwise (and whenever they disagree) its bytes are read and hashed
-    (`retention_audit.verify_revision`). The metadata says how many objects went each way."""
+    (`revision_audit.verify_revision`). The metadata says how many objects went each way."""
     tally: dict[str, Any] = {"missing": [], "mismatched": [], "orphans": [],
                              "objects_verified": 0, "bytes_verified": 0}  # fmt: skip
     prefix = archive_prefix(manifest.report_id, manifest.parent_revision)
