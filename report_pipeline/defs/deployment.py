@@ -1,8 +1,8 @@
 """Resources and executor per deployment, chosen without editing files:
 `REPORT_PIPELINE_DEPLOYMENT` (`local`, the default, or `production`), read once by `deployment()`
 when the definitions load, and `REPORT_PIPELINE_EXECUTOR` (`in_process`, the default, or
-`celery`, production only), read once by `executor_name()` at the same time; task sizing
-follows the executor (core/settings.py TARGET_UNITS).
+`celery` or `k8s`, production only), read once by `executor_name()` at the same time; task
+sizing follows the executor (core/settings.py TARGET_UNITS).
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
@@ -39,10 +39,12 @@ IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and ar
 # The executor also sets the default task size (`settings.target_task_units`), at load.
 # The default in every deployment: in-process, a step costs ~0.04 s (bench/README.md), not
 # seconds for a process per step; partitions run concurrently as separate runs through the run
-# queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead (production).
+# queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead, and
+# REPORT_PIPELINE_EXECUTOR=k8s runs each in its own Kubernetes pod (production only, both).
 EXECUTOR = dg.in_process_executor
 EXECUTOR_ENV = "REPORT_PIPELINE_EXECUTOR"
-IN_PROCESS, CELERY = "in_process", "celery"
+IN_PROCESS, CELERY, K8S = "in_process", "celery", "k8s"
+ELSEWHERE = {CELERY: "on Celery workers", K8S: "in Kubernetes pods"}  # where their steps run
 
 
 def deployment() -> str:
@@ -53,20 +55,20 @@ def deployment() -> str:
 
 
 def executor_name(deployment_name: str) -> str:
-    """REPORT_PIPELINE_EXECUTOR, checked against the deployment. Celery is refused outside
-    production: its steps run in other processes, on other hosts, and share only what the
-    instance ref and the resources name. The local deployment keeps op outputs (Dagster's
-    filesystem IO manager), compute logs, the store and the inbox in local folders a worker on
-    another host cannot see, and its sqlite instance cannot be shared between hosts; a run
-    would fail at its second step there, or worse, succeed on one host by accident."""
+    """REPORT_PIPELINE_EXECUTOR, checked against the deployment. Celery and Kubernetes are
+    refused outside production: their steps run in other processes, on other hosts, and share
+    only what the instance ref and the resources name. The local deployment keeps op outputs
+    (Dagster's filesystem IO manager), compute logs, the store and the inbox in local folders a
+    worker on another host cannot see, and its sqlite instance cannot be shared between hosts;
+    a run would fail at its second step there, or worse, succeed on one host by accident."""
     name = os.environ.get(EXECUTOR_ENV) or IN_PROCESS
-    if name not in (IN_PROCESS, CELERY):
-        raise ValueError(f"{EXECUTOR_ENV}={name!r}: expected {IN_PROCESS!r} or {CELERY!r}")
-    if name == CELERY and deployment_name != PRODUCTION:
+    if name not in (IN_PROCESS, CELERY, K8S):
+        raise ValueError(f"{EXECUTOR_ENV}={name!r}: expected {IN_PROCESS!r}, {CELERY!r} or {K8S!r}")
+    if name in ELSEWHERE and deployment_name != PRODUCTION:
         raise ValueError(
-            f"{EXECUTOR_ENV}=celery needs {DEPLOYMENT_ENV}=production (Postgres instance, S3 "
+            f"{EXECUTOR_ENV}={name} needs {DEPLOYMENT_ENV}=production (Postgres instance, S3 "
             f"store, S3 IO manager and S3 compute logs): with {DEPLOYMENT_ENV}="
-            f"{deployment_name!r}, steps on Celery workers would look for op outputs and the "
+            f"{deployment_name!r}, steps {ELSEWHERE[name]} would look for op outputs and the "
             "store in folders only this host has"
         )
     return name
@@ -74,12 +76,27 @@ def executor_name(deployment_name: str) -> str:
 
 def executor_for(name: str) -> dg.ExecutorDefinition:
     """The executor every job runs on (`name` from `executor_name()`): EXECUTOR (in-process),
-    or dagster-celery's executor configured from the environment (defs/celery_executor.py)."""
+    dagster-celery's executor configured from the environment (defs/celery_executor.py), or
+    dagster-k8s's k8s_job_executor (defs/k8s_executor.py)."""
     if name == CELERY:
         from report_pipeline.defs.celery_executor import celery_executor
 
         return celery_executor()
+    if name == K8S:
+        from report_pipeline.defs.k8s_executor import k8s_executor
+
+        return k8s_executor()
     return EXECUTOR
+
+
+def decoders_for(executor: str) -> int:
+    """`settings.decoders` per executor: 0 (one decoder per core) except in a Kubernetes pod,
+    where os.cpu_count() is the node's cores, not the pod's: there, the pod's CPUs."""
+    if executor == K8S:
+        from report_pipeline.defs.k8s_executor import STEP_CPUS  # no dagster_k8s import
+
+        return STEP_CPUS
+    return 0
 
 
 # Where things live: set by the deployment, never per run (see defs/resources.py).
@@ -98,12 +115,17 @@ def root(variable: str) -> str:
 
 def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     """The embedded default: local inbox, store and scratch under their roots (see above);
-    Dagster's filesystem IO manager. Tasks sized for the executor (core/settings.py)."""
+    Dagster's filesystem IO manager. Tasks and decoders sized for the executor."""
     sizing = TaskSizing.for_executor(executor)
+    settings = WorkerResource(
+        work_root=root(WORK_ENV),
+        target_task_units=sizing.target_units,
+        decoders=decoders_for(executor),
+    )
     return {
         "inbox": InboxResource(root=root(INBOX_ENV)),
         "store": StoreResource(root=root(STORE_ENV)),
-        "settings": WorkerResource(work_root=root(WORK_ENV), target_task_units=sizing.target_units),
+        "settings": settings,
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
     }

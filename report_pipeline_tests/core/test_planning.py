@@ -52,6 +52,6 @@ def test_celery_tasks_are_sized_larger_than_in_process_ones():
 
     assert TaskSizing.for_executor("in_process") == TaskSizing()
     assert TaskSizing.for_executor("celery").target_units == TARGET_UNITS["celery"]
-    assert TARGET_UNITS["celery"] > TARGET_UNITS["in_process"]
-    with pytest.raises(ValueError, match="no task sizing for executor 'k8s'"):
-        TaskSizing.for_executor("k8s")
+    assert TARGET_UNITS["k8s"] > TARGET_UNITS["celery"] > TARGET_UNITS["in_process"]
+    with pytest.raises(ValueError, match="no task sizing for executor 'multiprocess'"):
+        TaskSizing.for_executor("multiprocess")
