@@ -76,6 +76,7 @@ class ExtractedTask:
     lease_until: str
     peak_rss_kib: int
     new_objects: int = 0  # objects this task created in the archive (absent before it wrote them)
+    attempts: int = 1  # the extraction step's attempt that produced it (1: no retry)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,12 @@ import dagster as dg
 from report_pipeline.core.settings import TaskSizing
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+    faults_setting,
+)
 
 DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
 LOCAL, PRODUCTION = "local", "production"
@@ -124,7 +129,7 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     )
     return {
         "inbox": InboxResource(root=root(INBOX_ENV)),
-        "store": StoreResource(root=root(STORE_ENV)),
+        "store": StoreResource(root=root(STORE_ENV), faults=faults_setting()),
         "settings": settings,
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),

@@ -13,6 +13,7 @@ from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import manifest_table_key
 from report_pipeline.core.archive.records import Manifest
 from report_pipeline.defs.assets import report_manifest
+from report_pipeline.defs.guard import STORAGE_RETRY, guarded
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
@@ -69,20 +70,29 @@ def _manifest_key(context: dg.AssetExecutionContext) -> str:
     deps=[report_manifest],
     group_name="reports",
     kinds={"pandas", "csv"},
+    retry_policy=STORAGE_RETRY,  # like every op that does storage I/O (defs/guard.py)
 )
 def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     """One row per image occurrence of the month's revision: page, origin, state, quarantine
     reason, content hash, size (width x height), format and bytes. Written once per revision
     (a rerun of an unchanged report finds it and writes nothing)."""
-    backend = store.get_store()
-    manifest = store_json.read_manifest(backend, _manifest_key(context))
+    manifest_key = _manifest_key(context)
+
+    def work() -> tuple[Manifest | None, str, bool]:
+        backend = store.get_store()
+        manifest = store_json.read_manifest(backend, manifest_key)
+        if manifest is None:
+            return None, "", False
+        key = manifest_table_key(manifest.report_id, manifest.parent_revision)
+        written = not backend.exists(key)
+        if written:
+            backend.put_bytes(key, frame(manifest).to_csv(index=False).encode())
+        return manifest, key, written
+
+    manifest, key, written = guarded(context, work)
     if manifest is None:
         raise dg.Failure("the manifest of this partition is not in the store")
     df = frame(manifest)
-    key = manifest_table_key(manifest.report_id, manifest.parent_revision)
-    written = not backend.exists(key)
-    if written:
-        backend.put_bytes(key, df.to_csv(index=False).encode())
     return dg.MaterializeResult(
         metadata={
             "dagster/column_schema": SCHEMA,

@@ -120,9 +120,12 @@ def extract_pages(
     """One page group (first_page..last_page): decode, validate and normalize every image its
     pages draw, in a private workdir. Bad bytes are quarantined on the spot (never retried);
     results go to the store."""
+    attempt = context.retry_number + 1  # recorded in the manifest with archive_pages's
     extracted = guarded(
         context,
-        lambda: worker.extract(store.get_store(), task, settings.settings(), owner(context)),
+        lambda: worker.extract(
+            store.get_store(), task, settings.settings(), owner(context), attempt
+        ),
     )
     return dg.Output(
         extracted,

@@ -33,7 +33,7 @@ from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import ReportSource
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.resources import InboxResource, StoreResource, _build
+from report_pipeline.defs.resources import InboxResource, StoreResource, _build, faults_setting
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
 # store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.
@@ -97,7 +97,7 @@ class S3StoreResource(StoreResource):
 
     _store: Store | None = PrivateAttr(default=None)
 
-    def get_store(self) -> Store:
+    def backend_store(self) -> Store:
         if self._store is None:  # one boto3 client per process, not one per call
             self._store = S3Store(self.s3.get_client(), self.bucket, self.prefix)
         return self._store
@@ -127,6 +127,7 @@ def production_store_resource() -> S3StoreResource:
         bucket=dg.EnvVar("REPORT_PIPELINE_S3_BUCKET"),
         prefix=_env("REPORT_PIPELINE_S3_PREFIX") or "",
         s3=s3_resource_from_env(),
+        faults=faults_setting(),
     )
 
 

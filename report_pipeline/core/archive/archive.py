@@ -18,6 +18,8 @@ from report_pipeline.core.worker.worker import complete_manifest, extract, missi
 
 
 def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None) -> ChildRecord:
+    """`attempt` counts every step attempt the occurrence took: its extraction's attempts plus
+    its archiving's retries (1 when both went through first time)."""
     outcome = record.outcome
     archived = outcome.state == "validated"
     return ChildRecord(
@@ -58,9 +60,8 @@ def archive(
     a retry rewrites the same records."""
     task = extracted.task
     outcomes = store_json.read_outcomes(store, extracted.outcomes_key)
-    children = [
-        _child(outcome, task.queued_at, attempt, outcome.object_key) for outcome in outcomes
-    ]
+    tries = extracted.attempts + attempt - 1
+    children = [_child(outcome, task.queued_at, tries, outcome.object_key) for outcome in outcomes]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
     store_json.write_children(store, children_key, children)
     store.delete_many([extracted.outcomes_key])  # S3: one request (delete asks HEAD first)

@@ -174,7 +174,9 @@ def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) ->
     return None
 
 
-def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) -> ExtractedTask:
+def extract(
+    store: Store, task: PageTask, settings: WorkerSettings, owner: str, attempt: int = 1
+) -> ExtractedTask:
     """Decode, validate and normalize the task's images in isolated decoders, and write each
     validated image (and each quarantined stream) once, straight to its content-addressed key in
     the revision's archive; the outcomes go to `work/` for the archive step.
@@ -186,7 +188,8 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     a revision that never publishes loses them with its other working material.
 
     An image drawn several times is decoded once per decoder; each content is uploaded once, and
-    only if absent (a retry or a rerun writes nothing new).
+    only if absent (a retry or a rerun writes nothing new). `attempt` is the step's attempt
+    (1: the first), kept on the result for the manifest.
     """
     started = utc_now()
     lease = lease_for(settings, owner)
@@ -205,7 +208,7 @@ def extract(store: Store, task: PageTask, settings: WorkerSettings, owner: str) 
     peak = max(peak_rss_kib(), peak_child_rss_kib())
     return ExtractedTask(
         task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak,
-        uploads.created,
+        uploads.created, attempt,
     )  # fmt: skip
 
 

@@ -1,4 +1,7 @@
-"""Fault injection at the storage boundary: a real LocalStore whose chosen calls fail.
+"""Fault injection at the storage boundary. This folder's tests cover the deployment's fault
+layer (report_pipeline/core/storage/faults.py) over whole backfills; the helpers here are the
+older, narrower ones other tests use: a real LocalStore whose chosen calls fail, and a store that
+crashes at a chosen call.
 
 The call counter lives in a file, so it survives Dagster re-creating the resource for each step
 and each retry attempt. With `watch_dir`, the store records what that folder held at the moment

@@ -1,0 +1,185 @@
+"""Fault injection at the storage boundary, for any Store (LocalStore, S3Store): off unless asked.
+
+A deployment switches it on with a spec such as `transient=0.2,seed=7` (defs/resources.py wires
+`REPORT_PIPELINE_STORAGE_FAULTS`); `with_faults(store, "")` is the store itself. The errors are
+the project's own `TransientStorageError` and `PermanentStorageError`, so the ops' guard and
+retry policy treat an injected fault exactly like a real one.
+
+Transient faults are drawn per *session*, not per call. A session is what the caller names (the
+Dagster resource names one per step attempt: month, step and retry number, within its run),
+shared by every store made for it; unnamed, it is one `FaultyStore`. With probability `transient` a session fails
+its k-th call, k uniform in 1..`window`; a session with fewer calls sees no fault. Per call would
+not do: the ops retry whole steps, and a step that archives 300 images makes 300 calls, so a 20%
+per-call rate would fail every attempt of it. The draw is seeded by `seed` and the session's
+name, not its run (unnamed: its first key and how many sessions in this process began with it),
+so the same
+backfill meets the same faults on every store, and a retry (a new session) draws again.
+
+Permanent faults: every call on a key matching one of the `permanent` patterns (fnmatch, `*`
+crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added to every call.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, TypeVar
+
+from report_pipeline.core.storage.store import (
+    ObjectInfo,
+    PermanentStorageError,
+    Store,
+    TransientStorageError,
+)
+
+T = TypeVar("T")
+_FIELDS = {"transient", "permanent", "latency_ms", "seed", "window"}
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    transient: float = 0.0  # share of store sessions that fail one call transiently
+    permanent: tuple[str, ...] = ()  # key patterns whose every call fails permanently
+    latency_ms: float = 0.0  # added before every call
+    seed: int = 0
+    window: int = 4  # a faulty session fails its k-th call, k uniform in 1..window
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.transient <= 1.0:
+            raise ValueError(f"storage faults: transient={self.transient} is not in 0..1")
+        if self.latency_ms < 0 or self.window < 1:
+            raise ValueError("storage faults: latency_ms must be >= 0 and window >= 1")
+
+
+def parse_faults(spec: str) -> FaultPlan | None:
+    """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=4`
+    (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None (no faults)."""
+    values: dict[str, Any] = {"permanent": []}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in _FIELDS:
+            raise ValueError(
+                f"storage faults: {item!r} is not one of {', '.join(sorted(_FIELDS))} as name=value"
+            )
+        try:
+            if name == "permanent":
+                values["permanent"].append(value.strip())
+            else:
+                values[name] = (int if name in {"seed", "window"} else float)(value)
+        except ValueError:
+            raise ValueError(f"storage faults: {name}={value!r} is not a number") from None
+    if len(values) == 1 and not values["permanent"]:
+        return None
+    return FaultPlan(**{**values, "permanent": tuple(values["permanent"])})
+
+
+_sessions: Counter[str] = Counter()  # sessions begun per first key, in this process
+_lock = threading.Lock()
+injected: Counter[str] = Counter()  # faults raised in this process: "transient", "permanent"
+
+
+@dataclass
+class _Session:
+    fault_at: int | None = None  # the call that fails (0: none); decided at the first call
+    calls: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_named: dict[tuple[str, str], _Session] = {}  # named sessions of this process, by (scope, name)
+
+
+class FaultyStore:
+    """`inner` (any Store) with the plan's faults in front of every call (see module doc)."""
+
+    def __init__(self, inner: Store, plan: FaultPlan, session: str = "", scope: str = "") -> None:
+        self.inner, self.plan, self._name = inner, plan, session
+        if not session:
+            self._session = _Session()
+            return
+        with _lock:  # the same name in another scope (run) is another session, same draw
+            self._session = _named.setdefault((scope, session), _Session())
+
+    def __getattr__(self, name: str) -> Any:  # io_workers, root, bucket...: the inner store's
+        if name.startswith("_") or name in {"inner", "plan"}:
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _call(self, method: str, keys: list[str], work: Callable[[], T]) -> T:
+        for key in keys:
+            if any(fnmatchcase(key, pattern) for pattern in self.plan.permanent):
+                injected["permanent"] += 1
+                raise PermanentStorageError(f"injected permanent fault: {method} {key}")
+        if self.plan.latency_ms:
+            time.sleep(self.plan.latency_ms / 1000)
+        key = keys[0] if keys else ""
+        if self._transient_now(key):
+            injected["transient"] += 1
+            raise TransientStorageError(f"injected transient fault: {method} {key}")
+        return work()
+
+    def _transient_now(self, key: str) -> bool:
+        session = self._session
+        with session.lock:
+            if session.fault_at is None:
+                session.fault_at = self._draw(key)
+            session.calls += 1
+            return session.calls == session.fault_at
+
+    def _draw(self, key: str) -> int:
+        if not self.plan.transient:
+            return 0
+        name = self._name
+        if not name:
+            with _lock:
+                name = f"{key}:{_sessions[key]}"
+                _sessions[key] += 1
+        rng = random.Random(f"{self.plan.seed}:{name}")  # str seeds: the same in every process
+        return rng.randint(1, self.plan.window) if rng.random() < self.plan.transient else 0
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._call("put_bytes", [key], lambda: self.inner.put_bytes(key, data))
+
+    def put_file(self, key: str, path: Path) -> None:
+        self._call("put_file", [key], lambda: self.inner.put_file(key, path))
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        return self._call("put_if_absent", [key], lambda: self.inner.put_if_absent(key, data))
+
+    def get_bytes(self, key: str, max_bytes: int) -> bytes:
+        return self._call("get_bytes", [key], lambda: self.inner.get_bytes(key, max_bytes))
+
+    def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
+        self._call("fetch", [key], lambda: self.inner.fetch(key, dest, max_bytes))
+
+    def exists(self, key: str) -> bool:
+        return self._call("exists", [key], lambda: self.inner.exists(key))
+
+    def size(self, key: str) -> int:
+        return self._call("size", [key], lambda: self.inner.size(key))
+
+    def delete(self, key: str) -> bool:
+        return self._call("delete", [key], lambda: self.inner.delete(key))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self._call("delete_many", keys, lambda: self.inner.delete_many(keys))
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        return self._call("list", [prefix], lambda: self.inner.list(prefix))
+
+    def list_prefixes(self, prefix: str) -> list[str]:
+        return self._call("list_prefixes", [prefix], lambda: self.inner.list_prefixes(prefix))
+
+
+def with_faults(store: Store, spec: str, session: str = "", scope: str = "") -> Store:
+    """`store` behind the faults `spec` asks for, in the named `session` of `scope` (see module
+    doc); `store` itself when `spec` is empty."""
+    plan = parse_faults(spec)
+    return FaultyStore(store, plan, session, scope) if plan else store
