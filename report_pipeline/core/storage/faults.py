@@ -7,13 +7,13 @@ retry policy treat an injected fault exactly like a real one.
 
 Transient faults are drawn per *session*, not per call. A session is what the caller names (the
 Dagster resource names one per step attempt: month, step and retry number, within its run),
-shared by every store made for it; unnamed, it is one `FaultyStore`. With probability `transient` a session fails
-its k-th call, k uniform in 1..`window`; a session with fewer calls sees no fault. Per call would
-not do: the ops retry whole steps, and a step that archives 300 images makes 300 calls, so a 20%
-per-call rate would fail every attempt of it. The draw is seeded by `seed` and the session's
-name, not its run (unnamed: its first key and how many sessions in this process began with it),
-so the same
-backfill meets the same faults on every store, and a retry (a new session) draws again.
+shared by every store made for it; unnamed, it is one `FaultyStore`. With probability
+`transient` a session fails its k-th call, k uniform in 1..`window`; a session with fewer calls
+sees no fault. Per call would not do: the ops retry whole steps, and a step that archives 300
+images makes 300 calls, so a 20% per-call rate would fail every attempt of it. The draw is
+seeded by `seed` and the session's name, not its run (unnamed: its first key and how many
+sessions in this process began with it), so the same backfill meets the same faults on every
+store, and a retry (a new session) draws again.
 
 Permanent faults: every call on a key matching one of the `permanent` patterns (fnmatch, `*`
 crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added to every call.
