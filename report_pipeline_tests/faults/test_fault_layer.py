@@ -1,0 +1,122 @@
+"""The fault layer itself (core/storage/faults.py) and where the deployment switches it on."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from report_pipeline.core.storage.faults import FaultPlan, FaultyStore, parse_faults, with_faults
+from report_pipeline.core.storage.store import (
+    LocalStore,
+    PermanentStorageError,
+    TransientStorageError,
+)
+from report_pipeline.defs.resources import FAULTS_ENV, StoreResource, faults_setting
+
+
+def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
+    assert parse_faults("") is None and parse_faults(" , ") is None
+    plan = parse_faults("transient=0.2, seed=7,permanent=staged/*,permanent=a/b,latency_ms=1.5")
+    assert plan == FaultPlan(0.2, ("staged/*", "a/b"), 1.5, 7, 4)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("transient=1.5", "transient=1.5 is not in 0..1"),
+        ("rate=0.2", "'rate=0.2' is not one of latency_ms, permanent, seed, transient, window"),
+        ("transient", "'transient' is not one of"),
+        ("seed=x", "seed='x' is not a number"),
+        ("window=0", "window >= 1"),
+    ],
+)
+def test_a_bad_spec_is_refused_with_what_is_wrong(spec, message):
+    with pytest.raises(ValueError, match="storage faults: ") as raised:
+        parse_faults(spec)
+    assert message in str(raised.value)
+
+
+def test_without_a_spec_the_store_is_returned_untouched(tmp_path):
+    store = LocalStore(tmp_path)
+    assert with_faults(store, "") is store
+
+
+def test_permanent_faults_hit_every_call_on_matching_keys_only(any_store):
+    store = with_faults(any_store, "permanent=archive/*/images/*")
+    store.put_bytes("archive/r/plan.json", b"{}")
+    for _ in range(3):  # every time, never cleared by a retry
+        with pytest.raises(PermanentStorageError, match="injected permanent fault: put_if_absent"):
+            store.put_if_absent("archive/r/images/a.png", b"x")
+    with pytest.raises(PermanentStorageError):
+        store.delete_many(["archive/r/plan.json", "archive/r/images/a.png"])
+    assert store.get_bytes("archive/r/plan.json", 10) == b"{}"
+    assert [o.key for o in store.list("archive/")] == ["archive/r/plan.json"]
+
+
+def test_a_faulty_session_fails_one_call_and_a_retry_draws_again(tmp_path):
+    plan = FaultPlan(transient=1.0, window=2, seed=3)
+    store = FaultyStore(LocalStore(tmp_path), plan, session="2025-01/op/0", scope="run-a")
+    calls = outcomes(store)
+    assert calls.count("fault") == 1  # one fault per session, its k-th call (k <= window)
+    again = FaultyStore(LocalStore(tmp_path), plan, session="2025-01/op/0", scope="run-a")
+    assert outcomes(again) == ["ok"] * 3  # another store of the same session: no second fault
+    other_run = FaultyStore(LocalStore(tmp_path), plan, session="2025-01/op/0", scope="run-b")
+    assert outcomes(other_run) == calls  # same name and seed: the same call fails in any run
+    retry = FaultyStore(LocalStore(tmp_path), plan, session="2025-01/op/1", scope="run-a")
+    assert outcomes(retry).count("fault") == 1  # a new attempt draws again (here: rate 1)
+
+
+def outcomes(store: FaultyStore) -> list[str]:
+    found = []
+    for key in ("a", "b", "c"):
+        try:
+            store.exists(key)
+            found.append("ok")
+        except TransientStorageError:
+            found.append("fault")
+    return found
+
+
+def test_the_transient_rate_is_the_share_of_sessions_that_fault(tmp_path):
+    plan = FaultPlan(transient=0.2, window=1, seed=11)
+    faulted = 0
+    for _ in range(2000):
+        try:
+            FaultyStore(LocalStore(tmp_path), plan).exists("k")
+        except TransientStorageError:
+            faulted += 1
+    assert 0.17 < faulted / 2000 < 0.23
+
+
+def test_the_wrapper_keeps_the_stores_own_attributes(tmp_path):
+    inner = LocalStore(tmp_path)
+    store = with_faults(inner, "latency_ms=1")
+    assert store.root == inner.root and not hasattr(store, "io_workers")
+    store.put_bytes("x/y", b"z")
+    assert store.size("x/y") == 1 and store.list_prefixes("x") == []
+
+
+def test_faults_are_off_unless_the_deployment_sets_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv(FAULTS_ENV, raising=False)
+    assert faults_setting() == ""
+    assert isinstance(StoreResource(root=str(tmp_path)).get_store(), LocalStore)
+    monkeypatch.setenv(FAULTS_ENV, "transient=0.5")
+    wired = faults_setting()
+    assert isinstance(wired, dg.EnvVar) and wired.env_var_name == FAULTS_ENV
+    built = StoreResource(root=str(tmp_path), faults="transient=0.5").get_store()
+    assert isinstance(built, FaultyStore) and built.plan.transient == 0.5
+    monkeypatch.setenv(FAULTS_ENV, "transient=half")
+    with pytest.raises(ValueError, match="transient='half' is not a number"):
+        faults_setting()  # a typo stops the definitions from loading
+
+
+def test_both_deployments_wire_the_variable_into_the_store(monkeypatch, s3):
+    from report_pipeline.defs.deployment import resources_for
+
+    monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", s3.bucket)
+    for name in ("local", "production"):
+        monkeypatch.delenv(FAULTS_ENV, raising=False)
+        assert resources_for(name)["store"].faults == ""
+        monkeypatch.setenv(FAULTS_ENV, "transient=0.2")
+        store = resources_for(name)["store"]
+        assert isinstance(store.faults, dg.EnvVar), name
