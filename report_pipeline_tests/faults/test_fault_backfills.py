@@ -11,7 +11,7 @@ from __future__ import annotations
 from bench.fault_runs import check_results, leftovers, months_from, run_months, verify_month
 from report_pipeline.core.archive.keys import IMAGES
 from report_pipeline.core.policy import MAX_TRIES
-from report_pipeline.core.retention.retention_audit import revisions
+from report_pipeline.core.retention.revision_audit import revisions
 
 # Seeded: the same faults on both stores. At 20% a step needs its 4th (last) attempt with
 # probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through.
