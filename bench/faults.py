@@ -32,8 +32,9 @@ from bench.common import ROOT
 from bench.fault_runs import months_from, run_months, verify_month
 from report_pipeline import local_s3
 from report_pipeline.core.storage import faults
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import LocalStore, Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline.local_postgres import fresh_database, local_server
 
 PDF = ROOT / "fixtures" / "pdfs" / "image_paths.pdf"

@@ -28,7 +28,7 @@ from report_pipeline.core.retention import deadlines
 from report_pipeline.core.retention.janitor import JanitorPass
 from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.workdir import (
     LEASE_FILE,
     create_workdir,

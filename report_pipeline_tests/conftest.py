@@ -10,8 +10,9 @@ import pytest
 from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import LocalStore, Store
+from report_pipeline.core.storage.store import Store
 from report_pipeline_tests import s3 as s3_helpers
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"

@@ -21,7 +21,7 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.workdir import private_workdir
 from report_pipeline.core.worker.worker import lease_for
 

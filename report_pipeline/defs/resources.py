@@ -30,7 +30,8 @@ from report_pipeline.core.settings import (
     WorkerSettings,
 )
 from report_pipeline.core.storage.faults import parse_faults, with_faults
-from report_pipeline.core.storage.store import LocalStore, Store
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import Store
 
 
 def root_path(value: str, field: str) -> Path:

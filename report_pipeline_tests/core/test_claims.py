@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from report_pipeline.core.intake import claims
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 
 REVISION = "r" * 64
 T0 = 1_800_000_000.0

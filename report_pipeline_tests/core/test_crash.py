@@ -15,7 +15,7 @@ from report_pipeline_tests.conftest import fixture_pdf
 
 WORKER = """
 import pathlib, sys
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.worker.worker import extract, stage
 store, settings = LocalStore(sys.argv[1]), WorkerSettings(pathlib.Path(sys.argv[2]))

@@ -14,7 +14,7 @@ from report_pipeline.core.archive import store_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import audit, janitor, retention_audit
 from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.workdir import LEASE_FILE, create_workdir
 from report_pipeline.core.worker.worker import extract, lease_for, stage
 from report_pipeline_tests.conftest import fixture_pdf

@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.parallel_io import BackgroundPuts, io_workers, map_io
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import LocalStore, TransientStorageError
+from report_pipeline.core.storage.store import TransientStorageError
 
 
 class Recorder:

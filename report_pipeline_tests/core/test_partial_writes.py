@@ -13,13 +13,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from report_pipeline.core.retention import audit, janitor, retention_audit
+from report_pipeline.core.storage.local_store import PARTIAL, LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import PARTIAL, LocalStore, PermanentStorageError
+from report_pipeline.core.storage.store import PermanentStorageError
 
 PART = 1 << 20
 WRITER = """
 import sys
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 LocalStore(sys.argv[1]).put_file("archive/r/rev/images/abc.png", sys.argv[2])
 """
 

@@ -2,7 +2,8 @@ import stat
 
 import pytest
 
-from report_pipeline.core.storage.store import LocalStore, PermanentStorageError
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import PermanentStorageError
 
 
 def mode(path) -> int:

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.storage.store import LocalStore, MissingObject, PermanentStorageError
+from report_pipeline.core.storage.store import MissingObject, PermanentStorageError
 
 LAYOUT = {
     "staged/abc/source.pdf": b"%PDF-1.7",

@@ -17,7 +17,8 @@ import pytest
 from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.archive.records import ChildRecord, Counts, Deleted, OutcomeRecord
-from report_pipeline.core.storage.store import LocalStore, PermanentStorageError
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import PermanentStorageError
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
 
 STORED = Path(__file__).parent / "stored_v1"

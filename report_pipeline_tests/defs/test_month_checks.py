@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.manifest_table import manifest_table

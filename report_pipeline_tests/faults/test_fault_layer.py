@@ -6,11 +6,8 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.storage.faults import FaultPlan, FaultyStore, parse_faults, with_faults
-from report_pipeline.core.storage.store import (
-    LocalStore,
-    PermanentStorageError,
-    TransientStorageError,
-)
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline.defs.resources import FAULTS_ENV, StoreResource, faults_setting
 
 

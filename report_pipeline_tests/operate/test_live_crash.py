@@ -18,7 +18,7 @@ import pytest
 
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.workdir import read_lease
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher

@@ -19,7 +19,7 @@ from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.retention import retention_audit
 from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage.store import LocalStore
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate import reexec_job
 from report_pipeline_tests.operate.reexec_job import FAULT
