@@ -14,7 +14,8 @@ from report_pipeline.core.retention.material import working_objects
 from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker.worker import complete_manifest, extract, missing_tasks
+from report_pipeline.core.worker.plan_store import missing_tasks
+from report_pipeline.core.worker.worker import complete_manifest, extract
 
 
 def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None) -> ChildRecord:

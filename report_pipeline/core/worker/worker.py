@@ -6,10 +6,9 @@ Bytes move between steps only through the store; every step works in its own pri
 from __future__ import annotations
 
 import hashlib
-import json
 import resource
 from collections.abc import Iterator
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from report_pipeline.core.messages import (
 )
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import DecodeSettings, TaskSizing, WorkerSettings
+from report_pipeline.core.settings import TaskSizing, WorkerSettings
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker.isolation import (
@@ -41,7 +40,7 @@ from report_pipeline.core.worker.isolation import (
 )
 from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import TooManyImages, count_images, open_pdf
-from report_pipeline.core.worker.planning import group_pages, page_cost
+from report_pipeline.core.worker.plan_store import plan
 from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
 
 
@@ -100,13 +99,7 @@ def stage(
         counts = _image_counts(path, checked.pages)
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
-    return staged, _plan(store, ref, counts, pages_per_task, target_units, settings.decode)
-
-
-def _budget(share: float, decode: DecodeSettings) -> float:
-    """A task's CPU budget: its share of the report's estimated work, with a floor so that a
-    small task is not stopped by noise."""
-    return max(decode.min_task_cpu_seconds, share * decode.report_cpu_seconds)
+    return staged, plan(store, ref, counts, pages_per_task, target_units, settings.decode)
 
 
 def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
@@ -123,45 +116,6 @@ def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
     if len(counts) != pages:
         raise RefusedInput("page_count_mismatch", f"PDF lists {len(counts)} of its {pages} pages")
     return counts
-
-
-def _plan(
-    store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
-    target_units: float, decode: DecodeSettings,
-) -> list[PageTask]:  # fmt: skip
-    queued_at = iso(utc_now())
-    groups = group_pages(counts, pages_per_task, target_units)
-    units = [page_cost(*count) for count in counts]
-    total = sum(units) or 1.0
-    tasks = [
-        PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
-                 _budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode))
-        for g in groups
-    ]  # fmt: skip
-    expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
-    plan_record = {"expected": expected, "queued_at": queued_at,
-                   "tasks": [task_record(task) for task in tasks]}  # fmt: skip
-    store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
-    return tasks
-
-
-def task_record(task: PageTask) -> dict:
-    """A planned task as plan.json keeps it (its revision is the plan's)."""
-    fields = asdict(task)
-    del fields["ref"]
-    return fields
-
-
-def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
-    """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
-    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
-    return [PageTask(ref, **record) for record in plan.get("tasks", [])]
-
-
-def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
-    """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
-    return [task for task in planned_tasks(store, ref) if task.task_key not in done]
 
 
 def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:

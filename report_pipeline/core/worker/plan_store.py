@@ -1,0 +1,60 @@
+"""A revision's plan in the store (plan.json): its page-group tasks, each with its CPU budget,
+the images expected per page, and when it was queued. Written once at staging; read by the
+manifest step to find planned tasks a re-execution left out, and by the retention audit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from report_pipeline.core.archive import store_json
+from report_pipeline.core.messages import PageTask, RevisionRef
+from report_pipeline.core.retention.retention import iso, utc_now
+from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker.planning import group_pages, page_cost
+
+
+def budget(share: float, decode: DecodeSettings) -> float:
+    """A task's CPU budget: its share of the report's estimated work, with a floor so that a
+    small task is not stopped by noise."""
+    return max(decode.min_task_cpu_seconds, share * decode.report_cpu_seconds)
+
+
+def plan(
+    store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
+    target_units: float, decode: DecodeSettings,
+) -> list[PageTask]:  # fmt: skip
+    queued_at = iso(utc_now())
+    groups = group_pages(counts, pages_per_task, target_units)
+    units = [page_cost(*count) for count in counts]
+    total = sum(units) or 1.0
+    tasks = [
+        PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
+                 budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode))
+        for g in groups
+    ]  # fmt: skip
+    expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
+    # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
+    plan_record = {"expected": expected, "queued_at": queued_at,
+                   "tasks": [task_record(task) for task in tasks]}  # fmt: skip
+    store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
+    return tasks
+
+
+def task_record(task: PageTask) -> dict:
+    """A planned task as plan.json keeps it (its revision is the plan's)."""
+    fields = asdict(task)
+    del fields["ref"]
+    return fields
+
+
+def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
+    """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
+    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
+    return [PageTask(ref, **record) for record in plan.get("tasks", [])]
+
+
+def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
+    """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
+    return [task for task in planned_tasks(store, ref) if task.task_key not in done]
