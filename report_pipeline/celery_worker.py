@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 
 from report_pipeline.defs import deployment as chosen
@@ -60,18 +61,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=1, help="steps at a time (default 1: "
                         "each step already decodes on every core)")  # fmt: skip
     parser.add_argument("--loglevel", default="INFO")
+    parser.add_argument("--janitor-every", type=float, default=300.0, help="seconds between "
+                        "sweeps of this host's workdirs (report_pipeline/host_janitor.py); "
+                        "0: none (another process sweeps them)")  # fmt: skip
     args = parser.parse_args(argv)
     check_environment()
     import report_pipeline.definitions  # noqa: F401  (fails fast; inherited by the pool)
 
     app = make_worker_app()
-    app.worker_main(
-        [
-            "worker", "-n", f"{args.name}@%h", "-Q", QUEUE,
-            f"--concurrency={args.concurrency}", "--prefetch-multiplier=1",
-            f"--loglevel={args.loglevel}", "--without-mingle", "--without-gossip",
-        ]
-    )  # fmt: skip
+    host_janitor = None
+    if args.janitor_every > 0:  # this host's workdirs: cleanup_job's step may run elsewhere
+        host_janitor = subprocess.Popen(
+            [sys.executable, "-m", "report_pipeline.host_janitor", "--every",
+             str(args.janitor_every)]
+        )  # fmt: skip
+    try:
+        app.worker_main(
+            [
+                "worker", "-n", f"{args.name}@%h", "-Q", QUEUE,
+                f"--concurrency={args.concurrency}", "--prefetch-multiplier=1",
+                f"--loglevel={args.loglevel}", "--without-mingle", "--without-gossip",
+            ]
+        )  # fmt: skip
+    finally:
+        if host_janitor is not None:
+            host_janitor.terminate()
+            host_janitor.wait(10)
     return 0
 
 

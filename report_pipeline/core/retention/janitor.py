@@ -183,12 +183,20 @@ def sweep_abandoned_writes(
         stats.deletions.append(event)
 
 
-def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
-    """One janitor pass at `now` (an injectable clock)."""
+def sweep_host(store: Store, work_root: Path, now: datetime) -> JanitorPass:
+    """This host's workdirs only, each deletion audited in the store: the part of a pass that
+    must run on every worker host (report_pipeline/host_janitor.py), since workdirs live on
+    local disk."""
     stats = JanitorPass()
     sweep_workdirs(work_root, now, stats)
     for event in stats.deletions:
         audit.record(store, event)
+    return stats
+
+
+def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -> JanitorPass:
+    """One janitor pass at `now` (an injectable clock)."""
+    stats = sweep_host(store, work_root, now)
     sweep_working_material(store, now, policy, stats)
     sweep_untracked(store, now, policy, stats)
     sweep_archive(store, now, stats)
