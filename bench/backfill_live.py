@@ -48,6 +48,7 @@ class Live:
     url: str
     log: Path
     pgid: int = 0  # `dagster dev`'s process group: webserver, daemon, code server, run workers
+    workers: tuple[int, ...] = ()  # Celery workers' process groups, when there are any
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
@@ -110,7 +111,11 @@ class Live:
         return pause
 
     def cpu(self) -> dict[str, float]:
-        return common.group_cpu(self.pgid, ROLES)
+        found = common.group_cpu(self.pgid, ROLES)
+        for pgid in self.workers:
+            worker = sum(common.group_cpu(pgid, {}).values())
+            found["celery workers"] = found.get("celery workers", 0.0) + worker
+        return found
 
     def backfill(self, backfill_id: str) -> dict:
         return self.graphql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]

@@ -58,9 +58,10 @@ def celery_backfill(
         served = {**env, "DAGSTER_HOME": str(home), "REPORT_PIPELINE_WORK": str(root / "work")}
         os.environ.update(served)  # this process reads the instance (Postgres) afterwards
         with (
-            local_celery.workers(root / "workers", WORKERS, env, redis.url(0)),
+            local_celery.workers(root / "workers", WORKERS, env, redis.url(0)) as workers,
             dagster_dev(root, served) as live,
         ):
+            live.workers = tuple(worker.process.pid for worker in workers)
             live.stop_sensor("new_report_sensor")  # before the reports arrive
             for month in months:
                 s3.put_object(Bucket=inbox, Key=f"{INBOX_PREFIX}/{month}/{FIXTURE.name}",
