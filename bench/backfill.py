@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.months * plain_s:.1f} s; backfill {wall:.1f} s launch → completed, runs "
         f"{result['runs_span_s']:.1f} s first created → last ended")  # fmt: skip
     log(
-        f"CPU per report in dagster dev's processes (runs, daemon, webserver, code server): "
+        "CPU per report in dagster dev's processes (runs, daemon, webserver, code server) and "
+        "any Celery workers' (not Postgres, moto, Redis): "
         f"{cpu_per_report:.2f} s against the plain loop's ~{plain_s:.2f} s: at best "
         f"{record['cpu_bound_ratio']:.2f} on {cores} cores; by process: "
         + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(result["dagster_cpu_s"].items()))
