@@ -38,7 +38,7 @@ SENSOR = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
 STOP_SENSOR = "mutation($id: String) { stopSensor(id: $id) { __typename } }"
 # `dagster dev`'s processes; runs are children of the code server's gRPC process
 ROLES = {"dagster_webserver": "webserver", "dagster._daemon": "daemon",
-         "api grpc": "code server and its runs", "code-server start": "code-server proxy",
+         "api grpc": "code server", "code-server start": "code-server proxy",
          "dagster dev": "dagster dev"}  # fmt: skip
 FINISHED = {"COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED", "COMPLETED"}
 
@@ -111,6 +111,8 @@ class Live:
         return pause
 
     def cpu(self) -> dict[str, float]:
+        """CPU seconds so far by process; the run workers (and their decoders) finished so far
+        are "code server: reaped"."""
         found = common.group_cpu(self.pgid, ROLES)
         for pgid in self.workers:
             worker = sum(common.group_cpu(pgid, {}).values())
