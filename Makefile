@@ -48,8 +48,9 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3), janitor scaling, sensor ticks
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3), janitor scaling, sensor ticks, backfill throughput
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
 	$(UV) run python -m bench.janitor
 	$(UV) run python -m bench.intake_sensor
+	$(UV) run python -m bench.backfill --months 12

@@ -49,6 +49,25 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def group_cpu(pgid: int, roles: dict[str, str]) -> dict[str, float]:
+    """CPU seconds of a process group's live processes, each with its waited-for children
+    (utime + stime + cutime + cstime from /proc, Linux), summed by role: the first `roles`
+    entry whose text is in the command line, else "other". A child its parent has reaped (a
+    run worker, a decoder) counts in the parent's cutime/cstime: "<role>: reaped"."""
+    totals: dict[str, float] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            role = next((name for text, name in roles.items() if text in line), "other")
+            for name, values in ((role, fields[11:13]), (f"{role}: reaped", fields[13:15])):
+                totals[name] = totals.get(name, 0.0) + sum(map(int, values)) / TICKS
+    return {name: seconds for name, seconds in totals.items() if seconds}
+
+
 def pids_with(text: str) -> list[int]:
     """Processes whose command line contains `text` (Linux /proc; none elsewhere)."""
     found = []

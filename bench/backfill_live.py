@@ -1,0 +1,188 @@
+"""`dagster dev` (webserver, daemon and the code server they share) for the backfill benchmark,
+the GraphQL calls it makes as the UI makes them, and the backfill's timeline from the instance."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import common
+from bench.common import ROOT, BenchError
+from report_pipeline.loopback import free_port
+
+BIN = Path(sys.executable).parent
+REPOSITORY = {"repositoryLocationName": "report_pipeline", "repositoryName": "__repository__"}
+DAEMONS = {"BACKFILL", "QUEUED_RUN_COORDINATOR"}
+# The UI's launch dialogs: a job's partitions page sends the job's partition set with the job's
+# assets (a job backfill); an asset's page sends only the asset (an asset backfill).
+LAUNCH = """mutation($b: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $b) {
+    __typename ... on LaunchBackfillSuccess { backfillId } ... on Error { message } } }"""
+BACKFILL = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
+    ... on PartitionBackfill { status timestamp endTimestamp } } }"""
+DAEMON_HEALTH = """query { instance { daemonHealth { allDaemonStatuses {
+    daemonType healthy lastHeartbeatTime } } } }"""
+DAEMON_LOOP_S = 30  # the backfill daemon's loop: fixed in Dagster 1.13 (see bench/README.md)
+SENSOR = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
+    ... on Sensor { sensorState { id status ticks(limit: 1) { status } } } } }"""
+STOP_SENSOR = "mutation($id: String) { stopSensor(id: $id) { __typename } }"
+# `dagster dev`'s processes; runs are children of the code server's gRPC process
+ROLES = {"dagster_webserver": "webserver", "dagster._daemon": "daemon",
+         "api grpc": "code server", "code-server start": "code-server proxy",
+         "dagster dev": "dagster dev"}  # fmt: skip
+FINISHED = {"COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED", "COMPLETED"}
+
+
+@dataclass
+class Live:
+    url: str
+    log: Path
+    pgid: int = 0  # `dagster dev`'s process group: webserver, daemon, code server, run workers
+    workers: tuple[int, ...] = ()  # Celery workers' process groups, when there are any
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = json.loads(response.read())
+        if payload.get("errors"):
+            raise BenchError(f"GraphQL error: {payload['errors'][0].get('message')}")
+        return payload["data"]
+
+    def stop_sensor(self, name: str) -> None:
+        """As the sensor's toggle in the UI does; returns once no tick of it is in progress (a
+        tick that started before the stop could still launch runs)."""
+        selector = {**REPOSITORY, "sensorName": name}
+
+        def state() -> dict:
+            return self.graphql(SENSOR, {"s": selector})["sensorOrError"]["sensorState"]
+
+        self.graphql(STOP_SENSOR, {"id": state()["id"]})
+        time.sleep(2)  # a tick the daemon began just before the stop shows as STARTED by now
+
+        def idle() -> bool:
+            now = state()
+            running = any(t["status"] == "STARTED" for t in now["ticks"])
+            return now["status"] == "STOPPED" and not running
+
+        wait(idle, f"{name} to stop", 120, self.log)
+
+    def launch(self, months: list[str], kind: str) -> str:
+        params: dict[str, Any] = {"partitionNames": months}
+        if kind == "job":
+            params["selector"] = {
+                "partitionSetName": "extract_report_job_partition_set",
+                "repositorySelector": {
+                    "repositoryLocationName": REPOSITORY["repositoryLocationName"],
+                    "repositoryName": REPOSITORY["repositoryName"],
+                },
+            }
+            params["assetSelection"] = [{"path": ["report_manifest"]}, {"path": ["manifest_table"]}]
+        else:
+            params["assetSelection"] = [{"path": ["report_manifest"]}]
+        launched = self.graphql(LAUNCH, {"b": params})["launchPartitionBackfill"]
+        if launched["__typename"] != "LaunchBackfillSuccess":
+            raise BenchError(f"backfill refused: {launched}")
+        return launched["backfillId"]
+
+    def before_backfill_tick(self, seconds: float) -> float:
+        """Sleep until `seconds` before the backfill daemon's next loop. It loops every 30 s
+        and posts its heartbeat as each loop begins, so a click at a random moment waits 15 s
+        on average for its runs to be created. Returns the seconds slept."""
+        statuses = self.graphql(DAEMON_HEALTH)["instance"]["daemonHealth"]["allDaemonStatuses"]
+        (beat,) = [d["lastHeartbeatTime"] for d in statuses if d["daemonType"] == "BACKFILL"]
+        until = beat - seconds
+        while until <= time.time() + 0.5:
+            until += DAEMON_LOOP_S
+        pause = until - time.time()
+        time.sleep(pause)
+        return pause
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far by process; the run workers (and their decoders) finished so far
+        are "code server: reaped"."""
+        found = common.group_cpu(self.pgid, ROLES)
+        for pgid in self.workers:
+            worker = sum(common.group_cpu(pgid, {}).values())
+            found["celery workers"] = found.get("celery workers", 0.0) + worker
+        return found
+
+    def backfill(self, backfill_id: str) -> dict:
+        return self.graphql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]
+
+    def wait_backfill(self, backfill_id: str, timeout: float) -> dict:
+        found = wait(lambda: (b := self.backfill(backfill_id))["status"] in FINISHED and b,
+                     f"backfill {backfill_id}", timeout, self.log, poll=1.0)  # fmt: skip
+        if found["status"] != "COMPLETED_SUCCESS":
+            raise BenchError(f"backfill ended {found['status']}; see {self.log}")
+        return found
+
+
+def wait(probe: Callable[[], Any], what: str, timeout: float, log: Path, poll=0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(poll)
+    raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}; see {log}")
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
+            return response.status == 200
+    except (OSError, http.client.HTTPException):  # not up yet, or another server on the port
+        return False
+
+
+@contextmanager
+def dagster_dev(root: Path, env: dict[str, str], timeout: float = 240) -> Iterator[Live]:
+    """`dagster dev -w workspace.yaml` (what `make dev` runs) in its own session on a free
+    loopback port, with `env` (DAGSTER_HOME and the roots); ready once the webserver answers and
+    the backfill and run-queue daemons are healthy. Its whole process group is stopped after."""
+    port = free_port()
+    live = Live(f"http://127.0.0.1:{port}", root / "dagster-dev.log")
+    command = [str(BIN / "dagster"), "dev", "-w", str(ROOT / "workspace.yaml"),
+               "-h", "127.0.0.1", "-p", str(port)]  # fmt: skip
+    with open(live.log, "wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    live.pgid = process.pid
+    try:
+
+        def healthy() -> bool:
+            if process.poll() is not None:
+                raise BenchError(f"dagster dev exited; see {live.log}")
+            if not _serving(live.url):
+                return False
+            statuses = live.graphql(DAEMON_HEALTH)["instance"]["daemonHealth"]
+            up = {d["daemonType"] for d in statuses["allDaemonStatuses"] if d["healthy"]}
+            return up >= DAEMONS
+
+        wait(healthy, "dagster dev", timeout, live.log)
+        yield live
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the group, SIGKILL after 15 s (dagster dev once took over 60 s to exit)."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=15)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # the code server's run workers too
+    process.wait(timeout=30)
