@@ -6,8 +6,6 @@ its long clock: the janitor deletes it with the revision's images. It never goes
 manager (which would keep a copy in DAGSTER_HOME, outside retention).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -20,7 +18,7 @@ from report_pipeline.defs.guard import STORAGE_RETRY, guarded
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported in `frame`, the one place that needs it
     import pandas as pd
 
 COLUMNS = [
@@ -39,7 +37,7 @@ SCHEMA = dg.TableSchema(
 )
 
 
-def frame(manifest: Manifest) -> pd.DataFrame:
+def frame(manifest: Manifest) -> "pd.DataFrame":
     """The table as a DataFrame. pandas is imported here, in the step that builds the table:
     importing it with the definitions cost every code server, sensor tick, CLI call and run
     worker ~0.3-0.4 s of CPU (bench/README.md, "Throughput")."""

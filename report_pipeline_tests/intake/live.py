@@ -112,8 +112,7 @@ def _prepare(root: Path, instance_yaml: Path) -> Path:
     home = root / "home"
     home.mkdir(parents=True)
     config = instance_yaml.read_text()
-    # The committed instance, with the run queue checked every second instead of every five.
-    (home / "dagster.yaml").write_text(config + "\nrun_queue:\n  dequeue_interval_seconds: 1\n")
+    (home / "dagster.yaml").write_text(config)  # the committed instance, run queue included
     workspace = root / "workspace.yaml"
     location = {
         "module_name": "report_pipeline_tests.intake.live_definitions",

@@ -14,7 +14,9 @@ from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, Postgr
 
 from report_pipeline_tests.postgres import PRODUCTION_YAML, REPO, production_home
 
-SHARED_SECTIONS = ["telemetry", "concurrency", "python_logs", "run_monitoring", "run_retries"]
+SHARED_SECTIONS = [
+    "telemetry", "concurrency", "run_queue", "python_logs", "run_monitoring", "run_retries"
+]  # fmt: skip
 
 
 def test_runs_events_and_schedules_are_stored_in_the_postgres_database(production_instance):

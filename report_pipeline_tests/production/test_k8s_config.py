@@ -118,7 +118,9 @@ def test_the_instance_the_chart_renders_loads_on_postgres(tmp_path: Path, postgr
         assert instance.run_monitoring_enabled and instance.run_retries_enabled
         assert instance.get_ref().run_launcher_data.class_name == "K8sRunLauncher"
     production = yaml.safe_load(PRODUCTION_YAML.read_text())
-    for section in ("concurrency", "python_logs", "run_monitoring", "run_retries", "telemetry"):
+    shared = ("concurrency", "run_queue", "python_logs", "run_monitoring", "run_retries",
+              "telemetry")  # fmt: skip
+    for section in shared:
         assert instance_yaml[section] == production[section], section
     assert instance_yaml["compute_logs"]["config"]["prefix"] == "dagster/compute_logs"
 
