@@ -40,7 +40,8 @@ from bench.backfill_live import Live, dagster_dev
 from bench.backfill_timeline import describe, timeline
 from bench.common import ROOT, BenchError
 from report_pipeline.core.archive.store_json import read_manifest
-from report_pipeline.core.storage.store import LocalStore, Store
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import Store
 
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 EMBEDDED = ROOT / "dagster_home" / "dagster.yaml"
