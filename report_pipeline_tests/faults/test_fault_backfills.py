@@ -1,10 +1,11 @@
-"""Twelve months, one run each, under injected storage faults, on both deployments: the embedded
-default (LocalStore, sqlite instance) and production (S3 store on moto's server, Postgres).
+"""Twelve months under injected storage faults on both deployments: the embedded default
+(LocalStore, sqlite instance) and production (S3 store on moto's server, Postgres).
 
-The runs are `extract_report_job` executed in process, one partition after another, on the real
-instance (not a daemon-launched backfill: 24 runs through the daemon's loop and the run queue
-would take minutes). Faults come from REPORT_PIPELINE_STORAGE_FAULTS, wired where the deployment
-builds the store; everything is read back through the store without faults."""
+The backfill is the real thing: launched through GraphQL as the UI does, on a live webserver,
+executed by a daemon, one run per month through the run queue with the committed limits, each run
+in its own worker process. Faults come from REPORT_PIPELINE_STORAGE_FAULTS in the code location's
+environment (the run workers inherit it); everything is read back through the store without
+faults, and through an instance of this process on the same storage."""
 
 from __future__ import annotations
 
@@ -12,25 +13,38 @@ from bench.fault_runs import check_results, leftovers, months_from, run_months, 
 from report_pipeline.core.archive.keys import IMAGES
 from report_pipeline.core.policy import MAX_TRIES
 from report_pipeline.core.retention.revision_audit import revisions
+from report_pipeline_tests.faults.live_backfill import LiveBackfill, partition_limit
+from report_pipeline_tests.intake.live import wait_for
+from report_pipeline_tests.intake.test_live import finished
 
 # Seeded: the same faults on both stores. At 20% a step needs its 4th (last) attempt with
-# probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through.
+# probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through, and
+# some extract_pages attempts fault after they archived images.
 SPEC = "transient=0.2,seed=7"
 MONTHS = months_from("2025-01", 12)
 PAGES_PER_TASK = 3  # three page groups a month: 9 steps
 
 
-def test_a_12_month_backfill_under_20pct_transient_faults_archives_every_image_once(target):
+def test_a_12_month_backfill_under_20pct_transient_faults_archives_every_image_once(
+    backfill: LiveBackfill,
+):
+    backfill.live.set_sensor(running=False)  # as a person would, while the backfill runs
     for month in MONTHS:
-        target.drop(month)
-    runs = run_months(target.job(SPEC), target.instance, MONTHS, PAGES_PER_TASK)
+        backfill.drop(month)
+    backfill.launch(MONTHS, PAGES_PER_TASK)
+    backfill.live.start_daemon()
+    tags = {"dagster/backfill": backfill.backfill_id}
+    wait_for(lambda: len(finished(backfill.live, tags)) == 12, "the backfill's 12 runs", 900)
 
+    runs = backfill.month_runs()
+    assert [run.month for run in runs] == MONTHS  # exactly 12 runs, one per month
     assert all(run.success for run in runs), [run.row() for run in runs]
+    assert backfill.overlap() <= partition_limit(backfill.instance)  # the queue's limit held
     retried = [run for run in runs if run.retries]
     assert len(retried) >= 6, "20% of ~108 step attempts should fault"
     for run in runs:
-        manifest = verify_month(target.store, run)  # archived once; attempts = the steps'
-        checks = check_results(target.instance, run.run_id)
+        manifest = verify_month(backfill.store, run)  # archived once; attempts = the steps'
+        checks = check_results(backfill.instance, run.run_id)
         assert len(checks) == 5, checks
         pct = manifest.metrics.validated_first_attempt_pct
         for name, (passed, severity) in checks.items():
@@ -44,13 +58,41 @@ def test_a_12_month_backfill_under_20pct_transient_faults_archives_every_image_o
     ]  # fmt: skip
     assert image_retries, "no extract/archive step was retried: nothing to reflect"
     for run in image_retries:
-        assert verify_month(target.store, run).metrics.validated_first_attempt_pct < 100
+        assert verify_month(backfill.store, run).metrics.validated_first_attempt_pct < 100
 
-    assert leftovers(target.store) == []  # no staged source, no outcomes left behind
-    assert len(revisions(target.store)) == 12  # no revision without its month
-    audit = target.audit_job().execute_in_process(instance=target.instance)
+    run_ids = {run.run_id for run in runs}  # not a sensor's or a janitor run's store calls
+    journal = [line for line in backfill.journal_lines() if line["scope"] in run_ids]
+    faults = [line for line in journal if line["event"] == "fault"]
+    assert len(faults) == sum(run.retries for run in runs)  # every retry was an injected fault
+    assert_retries_refind_what_faulted_attempts_wrote(journal)
+
+    assert leftovers(backfill.store) == []  # no staged source, no outcomes left behind
+    assert len(revisions(backfill.store)) == 12  # no revision without its month
+    audit = backfill.audit_job().execute_in_process(instance=backfill.instance)
     results = audit.get_asset_check_evaluations()
     assert results and all(r.passed for r in results), [(r.check_name, r.passed) for r in results]
+    assert wait_for(backfill.status, "the backfill to settle", 180) == "COMPLETED_SUCCESS"
+
+
+def assert_retries_refind_what_faulted_attempts_wrote(journal: list[dict]) -> None:
+    """At least one fault struck an extract_pages attempt after it had created images, and no
+    later attempt of that step created any of them again: each found them (put_if_absent False)."""
+    struck = [
+        line for line in journal
+        if line["event"] == "fault" and ".extract_pages[" in line["session"] and line["created"]
+    ]  # fmt: skip
+    assert struck, "no fault struck an extract_pages attempt after it had written images"
+    for fault in struck:
+        step, retry = fault["session"].rsplit("/", 1)
+        later = [
+            line for line in journal
+            if line["event"] == "put_if_absent" and line["scope"] == fault["scope"]
+            and line["session"].rsplit("/", 1)[0] == step
+            and int(line["session"].rsplit("/", 1)[1]) > int(retry)
+        ]  # fmt: skip
+        for key in fault["created"]:
+            outcomes = [line["created"] for line in later if line["key"] == key]
+            assert outcomes and not any(outcomes), (fault["session"], key, outcomes)
 
 
 def test_a_permanent_fault_is_a_dead_letter_on_the_first_attempt(target):
