@@ -7,7 +7,6 @@ back through its own instance on the same storage, and the store without faults.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -70,6 +69,10 @@ class LiveBackfill:
                                  step_attempts(self.instance, run.run_id)))  # fmt: skip
         return sorted(runs, key=lambda r: r.month)
 
+    def enqueued(self, run_id: str) -> bool:
+        """The run waited in the run queue (the daemon's QueuedRunCoordinator) before it ran."""
+        return bool(self.instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_ENQUEUED))
+
     def overlap(self) -> int:
         """The most backfill runs that were running at the same moment."""
         tags = {"dagster/backfill": self.backfill_id}
@@ -83,11 +86,6 @@ class LiveBackfill:
         from report_pipeline.definitions import build_defs
 
         return build_defs(self.deployment).resolve_job_def("retention_audit_job")
-
-    def journal_lines(self) -> list[dict]:
-        if not self.journal.exists():
-            return []
-        return [json.loads(line) for line in self.journal.read_text().splitlines()]
 
 
 def partition_limit(instance: dg.DagsterInstance) -> int:
