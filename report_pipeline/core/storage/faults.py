@@ -1,24 +1,19 @@
 """Fault injection at the storage boundary, for any Store (LocalStore, S3Store): off unless asked.
 
-A deployment switches it on with a spec such as `transient=0.2,seed=7` (defs/resources.py wires
+A deployment switches it on with a spec such as `transient=0.2,seed=3` (defs/resources.py wires
 `REPORT_PIPELINE_STORAGE_FAULTS`); `with_faults(store, "")` is the store itself. The errors are
-the project's own `TransientStorageError` and `PermanentStorageError`, so the ops' guard and
-retry policy treat an injected fault exactly like a real one.
+the project's own, so the ops' guard and retry policy treat an injected fault like a real one.
 
-Transient faults are drawn per *session*, not per call. A session is what the caller names (the
-Dagster resource names one per step attempt: month, step and retry number, within its run),
+Transient faults are drawn per *session*, not per call (the ops retry whole steps: at a 20% rate
+per call a step archiving 300 images would fail every attempt). A session is what the caller
+names (the Dagster resource: one per step attempt, month/step/retry number, within its run),
 shared by every store made for it; unnamed, it is one `FaultyStore`. `transient` is the share of
-sessions that are faulty: a faulty session fails its k-th call, k uniform in 1..`window`
-(default 8), so the fault strikes anywhere in a step's first eight store calls: before it wrote
-anything, or after it wrote some objects (an `extract_pages` attempt of three pages makes 6-7:
-the fetch, the work marker, one `put_if_absent` per image, the outcomes), and its retry must
-then find them there. A faulty session that ends before its k-th call is not harmed: for a step
-of n < `window` calls the share that fault is transient * n / window (the journal tells both).
-Per call would not do: the ops retry whole steps, and a step that archives 300 images makes 300
-calls, so a 20% per-call rate would fail every attempt of it. The draw is seeded by `seed` and
-the session's name, not its run (unnamed: its first key and how many sessions in this process
-began with it), so the same backfill meets the same faults on every store, and a retry (a new
-session) draws again.
+sessions that are faulty. A faulty session fails its k-th call, k uniform in 1..`window`
+(default 8): anywhere in a step's first eight calls, also after it wrote objects, which its
+retry must then find. A session that ends before its k-th call is not harmed: a step of
+n < `window` calls faults at transient * n / window. The draw is seeded by `seed` and the
+session's name, not its run (unnamed: its first key and how many sessions in this process began
+with it), so a backfill meets the same faults on every store, and a retry draws again.
 
 Permanent faults: every call on a key matching one of the `permanent` patterns (fnmatch, `*`
 crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added to every call.
