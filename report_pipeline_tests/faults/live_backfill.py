@@ -16,7 +16,8 @@ import dagster as dg
 import pytest
 
 from bench.fault_runs import MonthRun, step_attempts
-from report_pipeline.core.storage.store import LocalStore, Store
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.defs.resources import FAULTS_ENV
 from report_pipeline.local_postgres import fresh_database
