@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -109,8 +110,11 @@ def embedded(root: Path, spec: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
     with running_dagster(root, EMBEDDED, {FAULTS_ENV: f"{spec},journal={journal}"}) as live:
         for name, value in live.env.items():  # for the whole-archive checks run afterwards
             monkeypatch.setenv(name, value)
+
+        def drop(month: str) -> None:
+            place(root, REPORT, month, "report.pdf")
+
         with dg.DagsterInstance.from_config(str(root / "home")) as instance:
-            drop = lambda month: place(root, REPORT, month, "report.pdf") and None  # noqa: E731
             yield LiveBackfill("local", live, instance, LocalStore(root / "store"), drop, journal)
 
 
@@ -130,5 +134,5 @@ def production(
             home = production_home(root / "reader")
             monkeypatch.setenv("DAGSTER_HOME", str(home))
             with dg.DagsterInstance.from_config(str(home)) as instance:
-                drop = lambda month: backend.drop(REPORT, month)  # noqa: E731
+                drop = partial(backend.drop, REPORT)  # (month)
                 yield LiveBackfill("production", live, instance, backend.store(), drop, journal)

@@ -106,7 +106,7 @@ def test_a_fault_strikes_anywhere_in_the_window_and_not_in_a_session_that_ends_f
     assert all(70 < n < 130 for n in struck.values()), struck  # uniform: ~100 each
     short = [FaultyStore(LocalStore(tmp_path), plan, session=f"s{n}") for n in range(200)]
     escaped = sum(outcomes(store) == ["ok"] * 3 for store in short)
-    assert 60 < escaped < 140  # k > 3 for 5 in 8 of them: a 3-call session escapes
+    assert 105 < escaped < 145  # k > 3 for 5 in 8 (~125): a 3-call session escapes those
 
 
 def test_a_fault_after_writes_is_journaled_and_the_retry_finds_what_it_created(tmp_path):
