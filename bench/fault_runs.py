@@ -1,8 +1,10 @@
 """Months run one after another as separate runs of `extract_report_job` on a real instance,
-and what the store and the instance say about them afterwards: the attempts each step took
-(from the run's events), and whether every image was archived exactly once, the manifest's
-attempts agree with those steps, and nothing was left behind. Shared by `bench.faults` and the
-fault-injection tests; reads the store through a store without faults."""
+and what the store, the instance and the fault layer's journal say about a month's runs
+afterwards (however they ran: here, or a daemon's backfill): the attempts each step took (from
+the run's events), whether every image was archived exactly once, the manifest's attempts agree
+with those steps, nothing was left behind, and which faults struck an extraction after it had
+created images. Shared by `bench.faults` and the fault-injection tests; reads the store through
+a store without faults."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import dagster as dg
 
@@ -138,3 +141,43 @@ def check_results(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[
         evaluation = event.dagster_event.event_specific_data
         found[evaluation.check_name] = (evaluation.passed, evaluation.severity.value)
     return found
+
+
+def read_journal(path: Path, run_ids: set[str]) -> list[dict]:
+    """The fault layer's journal lines from these runs (not a sensor's or another run's)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [line for line in lines if line["scope"] in run_ids]
+
+
+def struck_after_writes(journal: list[dict]) -> list[dict]:
+    """Faults that struck an extract_pages attempt which had created images: before the fault,
+    or in uploads already under way (S3's run in the background), each fault with `wrote`."""
+    struck = []
+    for fault in (line for line in journal if line["event"] == "fault"):
+        if ".extract_pages[" in fault["session"] and (wrote := written(journal, fault)):
+            struck.append({**fault, "wrote": wrote})
+    return struck
+
+
+def written(journal: list[dict], fault: dict) -> list[str]:
+    """The objects `fault`'s step attempt created (put_if_absent True), before or after it."""
+    wrote = [
+        line["key"] for line in journal
+        if line["event"] == "put_if_absent" and line["created"]
+        and (line["session"], line["scope"]) == (fault["session"], fault["scope"])
+    ]  # fmt: skip
+    return list(dict.fromkeys([*fault["created"], *wrote]))
+
+
+def not_refound(journal: list[dict], fault: dict) -> list[str]:
+    """The objects `fault`'s attempt created that no later attempt of the step found again
+    (put_if_absent False), or that one created again: [] when the retries re-found them all."""
+    step, retry = fault["session"].rsplit("/", 1)
+    later: dict[str, list[bool]] = {}
+    for line in journal:
+        if line["event"] != "put_if_absent" or line["scope"] != fault["scope"]:
+            continue
+        other, number = line["session"].rsplit("/", 1)
+        if other == step and int(number) > int(retry):
+            later.setdefault(line["key"], []).append(line["created"])
+    return [key for key in written(journal, fault) if not later.get(key) or any(later[key])]

@@ -1,10 +1,11 @@
-"""Where a fault backfill runs: the embedded default (LocalStore, a sqlite instance) or the
-production deployment (the S3 store on moto's server, a Postgres instance; the fixtures of
-report_pipeline_tests/production/conftest.py)."""
+"""Where the fault tests run, on both deployments: the embedded default (LocalStore, a sqlite
+instance) and production (the S3 store on moto's server, a Postgres instance; the fixtures of
+report_pipeline_tests/production/conftest.py). `backfill`: a live webserver and daemon
+(live_backfill.py); `target`: runs executed in this process, on a real instance."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,14 +16,13 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.resources import FAULTS_ENV
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.faults.live_backfill import REPORT, LiveBackfill, embedded, production
 from report_pipeline_tests.production.conftest import (  # noqa: F401 - fixtures
     backend,
     pg_env,
     postgres,
     production_instance,
 )
-
-REPORT = "image_paths.pdf"  # 9 pages, 12 draws of 11 distinct images, every way a page draws
 
 
 @dataclass
@@ -69,3 +69,17 @@ def target(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Target:
 
     instance = request.getfixturevalue("instance")
     return Target("local", instance, LocalStore(tmp_path / "store"), drop, monkeypatch)
+
+
+@pytest.fixture(params=["local", "production"])
+def backfill(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveBackfill]:
+    """A live webserver (the daemon starts when the test asks) with the fault spec the test
+    module's SPEC names, on the embedded default or production."""
+    spec, root = request.module.SPEC, tmp_path / "live"
+    if request.param == "production":
+        postgres, backend = request.getfixturevalue("postgres"), request.getfixturevalue("backend")
+        with production(root, spec, postgres, backend, monkeypatch) as live:
+            yield live
+        return
+    with embedded(root, spec, monkeypatch) as live:
+        yield live

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 import dagster as dg
 import pytest
 
@@ -14,14 +17,17 @@ from report_pipeline.defs.resources import FAULTS_ENV, StoreResource, faults_set
 def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
     assert parse_faults("") is None and parse_faults(" , ") is None
     plan = parse_faults("transient=0.2, seed=7,permanent=staged/*,permanent=a/b,latency_ms=1.5")
-    assert plan == FaultPlan(0.2, ("staged/*", "a/b"), 1.5, 7, 4)
+    assert plan == FaultPlan(0.2, ("staged/*", "a/b"), 1.5, 7, 8)
+    assert parse_faults("window=3,journal=/tmp/f.jsonl") == FaultPlan(
+        window=3, journal="/tmp/f.jsonl"
+    )
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
         ("transient=1.5", "transient=1.5 is not in 0..1"),
-        ("rate=0.2", "'rate=0.2' is not one of latency_ms, permanent, seed, transient, window"),
+        ("rate=0.2", "'rate=0.2' is not one of journal, latency_ms, permanent, seed, transient,"),
         ("transient", "'transient' is not one of"),
         ("seed=x", "seed='x' is not a number"),
         ("window=0", "window >= 1"),
@@ -83,6 +89,53 @@ def test_the_transient_rate_is_the_share_of_sessions_that_fault(tmp_path):
         except TransientStorageError:
             faulted += 1
     assert 0.17 < faulted / 2000 < 0.23
+
+
+def test_a_fault_strikes_anywhere_in_the_window_and_not_in_a_session_that_ends_first(tmp_path):
+    plan = FaultPlan(transient=1.0, seed=5)  # every session faulty; window: the default, 8
+    struck = Counter()
+    for n in range(800):
+        store = FaultyStore(LocalStore(tmp_path), plan, session=f"2025-01/op[{n}]/0")
+        for call in range(1, 20):
+            try:
+                store.exists(str(call))
+            except TransientStorageError:
+                struck[call] += 1
+                break
+    assert sorted(struck) == list(range(1, 9)) and sum(struck.values()) == 800
+    assert all(70 < n < 130 for n in struck.values()), struck  # uniform: ~100 each
+    short = [FaultyStore(LocalStore(tmp_path), plan, session=f"s{n}") for n in range(200)]
+    escaped = sum(outcomes(store) == ["ok"] * 3 for store in short)
+    assert 105 < escaped < 145  # k > 3 for 5 in 8 (~125): a 3-call session escapes those
+
+
+def test_a_fault_after_writes_is_journaled_and_the_retry_finds_what_it_created(tmp_path):
+    journal = tmp_path / "faults.jsonl"
+    plan = FaultPlan(transient=1.0, seed=1, journal=str(journal))
+    session = next(
+        f"m/extract[{n}]/0" for n in range(100) if _fault_at(plan, f"m/extract[{n}]/0") >= 4
+    )
+    store, created = FaultyStore(LocalStore(tmp_path / "s"), plan, session, "run"), []
+    with pytest.raises(TransientStorageError, match=r"put_if_absent img/\d \(call \d of the step"):
+        for n in range(10):
+            assert store.put_if_absent(f"img/{n}", b"x")
+            created.append(f"img/{n}")
+    retry = FaultyStore(LocalStore(tmp_path / "s"), FaultPlan(journal=str(journal)), "m/e/1", "run")
+    assert not any(retry.put_if_absent(key, b"x") for key in created)  # found, not created
+
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    (draw,) = [line for line in lines if line["event"] == "draw"]
+    (fault,) = [line for line in lines if line["event"] == "fault"]
+    assert (draw["session"], draw["scope"], fault["call"]) == (session, "run", draw["fault_at"])
+    assert fault["created"] == created and len(created) == draw["fault_at"] - 1
+    found = [
+        line for line in lines if line["event"] == "put_if_absent" and line["session"] == "m/e/1"
+    ]
+    assert [(line["key"], line["created"]) for line in found] == [(k, False) for k in created]
+
+
+def _fault_at(plan: FaultPlan, session: str) -> int:
+    return FaultyStore(LocalStore("."), plan, session, "draw-only")._draw("")
 
 
 def test_the_wrapper_keeps_the_stores_own_attributes(tmp_path):

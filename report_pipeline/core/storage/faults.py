@@ -1,26 +1,29 @@
 """Fault injection at the storage boundary, for any Store (LocalStore, S3Store): off unless asked.
 
-A deployment switches it on with a spec such as `transient=0.2,seed=7` (defs/resources.py wires
+A deployment switches it on with a spec such as `transient=0.2,seed=3` (defs/resources.py wires
 `REPORT_PIPELINE_STORAGE_FAULTS`); `with_faults(store, "")` is the store itself. The errors are
-the project's own `TransientStorageError` and `PermanentStorageError`, so the ops' guard and
-retry policy treat an injected fault exactly like a real one.
+the project's own, so the ops' guard and retry policy treat an injected fault like a real one.
 
-Transient faults are drawn per *session*, not per call. A session is what the caller names (the
-Dagster resource names one per step attempt: month, step and retry number, within its run),
-shared by every store made for it; unnamed, it is one `FaultyStore`. With probability
-`transient` a session fails its k-th call, k uniform in 1..`window`; a session with fewer calls
-sees no fault. Per call would not do: the ops retry whole steps, and a step that archives 300
-images makes 300 calls, so a 20% per-call rate would fail every attempt of it. The draw is
-seeded by `seed` and the session's name, not its run (unnamed: its first key and how many
-sessions in this process began with it), so the same backfill meets the same faults on every
-store, and a retry (a new session) draws again.
+Transient faults are drawn per *session*, not per call (the ops retry whole steps: at a 20% rate
+per call a step archiving 300 images would fail every attempt). A session is what the caller
+names (the Dagster resource: one per step attempt, month/step/retry number, within its run),
+shared by every store made for it; unnamed, it is one `FaultyStore`. `transient` is the share of
+sessions that are faulty. A faulty session fails its k-th call, k uniform in 1..`window`
+(default 8): anywhere in a step's first eight calls, also after it wrote objects, which its
+retry must then find. A session that ends before its k-th call is not harmed: a step of
+n < `window` calls faults at transient * n / window. The draw is seeded by `seed` and the
+session's name, not its run (unnamed: its first key and how many sessions in this process began
+with it), so a backfill meets the same faults on every store, and a retry draws again.
 
 Permanent faults: every call on a key matching one of the `permanent` patterns (fnmatch, `*`
 crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added to every call.
+`journal` (a file) receives one JSON line per faulty draw, per injected fault (with the objects
+its session had created) and per `put_if_absent` (created or found), from every process.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -39,7 +42,7 @@ from report_pipeline.core.storage.store import (
 )
 
 T = TypeVar("T")
-_FIELDS = {"transient", "permanent", "latency_ms", "seed", "window"}
+_FIELDS = {"transient", "permanent", "latency_ms", "seed", "window", "journal"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class FaultPlan:
     permanent: tuple[str, ...] = ()  # key patterns whose every call fails permanently
     latency_ms: float = 0.0  # added before every call
     seed: int = 0
-    window: int = 4  # a faulty session fails its k-th call, k uniform in 1..window
+    window: int = 8  # a faulty session fails its k-th call, k uniform in 1..window
+    journal: str = ""  # a file: one JSON line per faulty draw, fault and put_if_absent
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.transient <= 1.0:
@@ -58,8 +62,8 @@ class FaultPlan:
 
 
 def parse_faults(spec: str) -> FaultPlan | None:
-    """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=4`
-    (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None (no faults)."""
+    """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=8,
+    journal=<file>` (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None."""
     values: dict[str, Any] = {"permanent": []}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, value = item.partition("=")
@@ -71,6 +75,8 @@ def parse_faults(spec: str) -> FaultPlan | None:
         try:
             if name == "permanent":
                 values["permanent"].append(value.strip())
+            elif name == "journal":
+                values["journal"] = value.strip()
             else:
                 values[name] = (int if name in {"seed", "window"} else float)(value)
         except ValueError:
@@ -89,6 +95,7 @@ injected: Counter[str] = Counter()  # faults raised in this process: "transient"
 class _Session:
     fault_at: int | None = None  # the call that fails (0: none); decided at the first call
     calls: int = 0
+    created: list[str] = field(default_factory=list)  # keys its put_if_absent calls created
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -99,7 +106,7 @@ class FaultyStore:
     """`inner` (any Store) with the plan's faults in front of every call (see module doc)."""
 
     def __init__(self, inner: Store, plan: FaultPlan, session: str = "", scope: str = "") -> None:
-        self.inner, self.plan, self._name = inner, plan, session
+        self.inner, self.plan, self._name, self._scope = inner, plan, session, scope
         if not session:
             self._session = _Session()
             return
@@ -119,18 +126,33 @@ class FaultyStore:
         if self.plan.latency_ms:
             time.sleep(self.plan.latency_ms / 1000)
         key = keys[0] if keys else ""
-        if self._transient_now(key):
+        call = self._transient_now(key)
+        if call:
             injected["transient"] += 1
-            raise TransientStorageError(f"injected transient fault: {method} {key}")
+            self._record("fault", call=call, method=method, key=key,
+                         created=list(self._session.created))  # fmt: skip
+            raise TransientStorageError(
+                f"injected transient fault: {method} {key} (call {call} of the step attempt)"
+            )
         return work()
 
-    def _transient_now(self, key: str) -> bool:
+    def _transient_now(self, key: str) -> int:
+        """The session's call number when this call is its fault, else 0."""
         session = self._session
         with session.lock:
             if session.fault_at is None:
                 session.fault_at = self._draw(key)
+                if session.fault_at:
+                    self._record("draw", fault_at=session.fault_at)
             session.calls += 1
-            return session.calls == session.fault_at
+            return session.calls if session.calls == session.fault_at else 0
+
+    def _record(self, event: str, **fields: Any) -> None:
+        if not self.plan.journal:
+            return
+        line = {"event": event, "session": self._name, "scope": self._scope, **fields}
+        with open(self.plan.journal, "a") as journal:  # O_APPEND: whole lines, any process
+            journal.write(json.dumps(line) + "\n")
 
     def _draw(self, key: str) -> int:
         if not self.plan.transient:
@@ -150,7 +172,12 @@ class FaultyStore:
         self._call("put_file", [key], lambda: self.inner.put_file(key, path))
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
-        return self._call("put_if_absent", [key], lambda: self.inner.put_if_absent(key, data))
+        created = self._call("put_if_absent", [key], lambda: self.inner.put_if_absent(key, data))
+        if created:
+            with self._session.lock:
+                self._session.created.append(key)
+        self._record("put_if_absent", key=key, created=created)
+        return created
 
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         return self._call("get_bytes", [key], lambda: self.inner.get_bytes(key, max_bytes))
