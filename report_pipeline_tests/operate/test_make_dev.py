@@ -56,5 +56,9 @@ def test_a_steps_stdout_and_stderr_are_readable_the_way_the_ui_reads_them(tmp_pa
         stderr = dev.graphql(LOGS, {"k": key})["capturedLogs"]["stderr"]
         assert stderr is not None  # null is what the UI shows as "No log file available"
         assert 'STEP_START - Started execution of step "report_manifest.stage_report"' in stderr
-        # (the sensor's run may have archived the report first: this run then reuses it)
-        assert 'Finished execution of step "report_manifest.publish_manifest"' in stderr
+        assert 'Finished execution of step "report_manifest.stage_report"' in stderr
+        # The sensor (on by default) sees the same report: if its run holds the revision's claim,
+        # this run extracts nothing and says so; otherwise (its own claim, or the sensor's run
+        # already done and reused) it publishes the manifest.
+        assert ('Finished execution of step "report_manifest.publish_manifest"' in stderr
+                or "nothing extracted in this run" in stderr), stderr[-3000:]  # fmt: skip
