@@ -40,6 +40,7 @@ from report_pipeline.core.storage.s3_errors import (
     mapped,
 )
 from report_pipeline.core.storage.store import (
+    CHUNK,
     MissingObject,
     ObjectInfo,
     PermanentStorageError,
@@ -98,8 +99,15 @@ class S3Store:
             )
 
     def put_file(self, key: str, path: Path) -> None:
+        digest = hashlib.md5(usedforsecurity=False)
+        with open(path, "rb") as body:  # Content-MD5 as for put_bytes (read once more, locally)
+            while chunk := body.read(CHUNK):
+                digest.update(chunk)
+        md5 = {"ContentMD5": base64.b64encode(digest.digest()).decode()}
         with open(path, "rb") as body, mapped("put", key):
-            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, **PRIVATE)
+            self.client.put_object(
+                Bucket=self.bucket, Key=self._key(key), Body=body, **md5, **PRIVATE
+            )
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
         """True if this call created `key`; False if an object was already there (untouched)."""
