@@ -4,7 +4,6 @@ the GraphQL calls it makes as the UI makes them, and the backfill's timeline fro
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 
 from bench import common
 from bench.common import ROOT, BenchError
+from report_pipeline import graphql_api
 from report_pipeline.loopback import free_port
 
 BIN = Path(sys.executable).parent
@@ -51,15 +51,10 @@ class Live:
     workers: tuple[int, ...] = ()  # Celery workers' process groups, when there are any
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            payload = json.loads(response.read())
-        if payload.get("errors"):
-            raise BenchError(f"GraphQL error: {payload['errors'][0].get('message')}")
-        return payload["data"]
+        try:
+            return graphql_api.call(f"{self.url}/graphql", query, variables, timeout=60)
+        except graphql_api.DagsterApiError as error:
+            raise BenchError(str(error)) from None
 
     def stop_sensor(self, name: str) -> None:
         """As the sensor's toggle in the UI does; returns once no tick of it is in progress (a

@@ -1,5 +1,6 @@
 """A small client for the GraphQL API of a running Dagster webserver (plain HTTP, no Dagster
-import), used by `report-pipeline submit` to find earlier runs and to launch one."""
+import), used by `report-pipeline submit` to find earlier runs and to launch one, and by the
+live tests and benchmarks (`call`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,24 @@ class DagsterApiError(Exception):
     """The webserver could not be reached, or refused the request."""
 
 
+def call(endpoint: str, query: str, variables: dict | None = None, timeout: float = 30.0) -> dict:
+    """One GraphQL request to `endpoint` (`<webserver>/graphql`): its `data`, or DagsterApiError
+    when the webserver is unreachable or answers with errors."""
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    request = urllib.request.Request(
+        endpoint, data=body, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            payload = json.loads(response.read(16 * 1024 * 1024))
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DagsterApiError(f"Dagster webserver unavailable ({reason})") from None
+    if payload.get("errors"):
+        raise DagsterApiError(f"GraphQL error: {payload['errors'][0].get('message')}")
+    return payload["data"]
+
+
 class GraphQLLauncher:
     """Launches `job` on a code location through `<url>/graphql`, as the UI does."""
 
@@ -46,19 +65,7 @@ class GraphQLLauncher:
         self.timeout = timeout
 
     def _call(self, query: str, variables: dict) -> dict:
-        body = json.dumps({"query": query, "variables": variables}).encode()
-        request = urllib.request.Request(
-            self.endpoint, data=body, headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = json.loads(response.read(16 * 1024 * 1024))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise DagsterApiError(f"Dagster webserver unavailable ({reason})") from None
-        if payload.get("errors"):
-            raise DagsterApiError(f"GraphQL error: {payload['errors'][0].get('message')}")
-        return payload["data"]
+        return call(self.endpoint, query, variables, self.timeout)
 
     def runs_tagged(self, key: str, value: str) -> list[tuple[str, str]]:
         variables = {"filter": {"tags": [{"key": key, "value": value}]}}

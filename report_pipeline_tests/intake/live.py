@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from report_pipeline import graphql_api
 from report_pipeline.loopback import free_port
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -47,14 +48,7 @@ class LiveDagster:
         }
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            payload = json.loads(response.read())
-        assert "errors" not in payload, payload["errors"]
-        return payload["data"]
+        return graphql_api.call(f"{self.url}/graphql", query, variables)
 
     def runs(self, tags: dict[str, str]) -> list[dict]:
         """Every run with these tags: id, status and tags as a dict."""
