@@ -10,15 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from report_pipeline import local_celery, local_s3
+from bench.servers import INBOX_PREFIX, PREFIX, production_stack
+from report_pipeline import local_celery
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.local_postgres import fresh_database, local_server
 
-PREFIX, INBOX_PREFIX = "pipeline", "incoming"
 WORKERS = ["w1", "w2"]
 AWS_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
                "REPORT_PIPELINE_INBOX", "REPORT_PIPELINE_STORE")  # fmt: skip
@@ -34,27 +32,12 @@ def celery_backfill(
     home = root / "home"
     home.mkdir()
     shutil.copyfile(local_celery.PRODUCTION_YAML, home / "dagster.yaml")
-    with (
-        local_server() as server,
-        fresh_database(server, "rp_bench_backfill") as url,
-        local_s3.moto_server() as endpoint,
-        local_celery.redis_server() as redis,
-    ):
-        s3 = local_s3.client(endpoint)
-        bucket, inbox = (local_s3.private_bucket(s3, f"b-{uuid.uuid4().hex[:16]}") for _ in "12")
+    with production_stack("rp_bench_backfill") as stack:
+        s3, bucket, inbox, redis = stack.s3, stack.bucket, stack.inbox, stack.redis
         env = {k: v for k, v in os.environ.items() if k not in AWS_CLEARED}
-        env.update({
-            **local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint,
-            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "DAGSTER_PG_URL": url,
-            "REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_EXECUTOR": "celery",
-            "REPORT_PIPELINE_S3_BUCKET": bucket, "REPORT_PIPELINE_S3_PREFIX": PREFIX,
-            "REPORT_PIPELINE_INBOX_BUCKET": inbox, "REPORT_PIPELINE_INBOX_PREFIX": INBOX_PREFIX,
-            **redis.env,
-        })  # fmt: skip
+        env.update({**stack.env, "REPORT_PIPELINE_EXECUTOR": "celery"})
         env.pop("REPORT_PIPELINE_FIRST_MONTH", None)
-        kind = "throwaway" if server.throwaway else "shared"
-        log(f"PostgreSQL {kind} {server.host}:{server.port}; moto {endpoint}; redis "
-            f"127.0.0.1:{redis.port}; Celery workers {', '.join(WORKERS)}")  # fmt: skip
+        log(f"{stack.where}; Celery workers {', '.join(WORKERS)}")
         served = {**env, "DAGSTER_HOME": str(home), "REPORT_PIPELINE_WORK": str(root / "work")}
         os.environ.update(served)  # this process reads the instance (Postgres) afterwards
         with (

@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,12 +43,12 @@ import dagster as dg
 
 from bench import common
 from bench.common import ROOT, BenchError
-from report_pipeline import local_celery, local_s3
+from bench.servers import production_stack
+from report_pipeline import local_celery
 from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.settings import TARGET_UNITS
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.local_postgres import fresh_database, local_server
 
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 FIRST_MONTH = "2000-01"  # many months: each run gets one of its own
@@ -176,27 +175,11 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 @contextmanager
 def servers(scratch: Path) -> Iterator[tuple]:
-    with (
-        local_server() as server,
-        fresh_database(server, "rp_bench_celery") as url,
-        local_s3.moto_server() as endpoint,
-        local_celery.redis_server() as redis,
-    ):
-        s3 = local_s3.client(endpoint)
-        bucket, inbox = (local_s3.private_bucket(s3, f"b-{uuid.uuid4().hex[:16]}") for _ in "12")
-        env = {
-            "PATH": os.environ["PATH"], **local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint,
-            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "DAGSTER_PG_URL": url,
-            "REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_FIRST_MONTH": FIRST_MONTH,
-            "REPORT_PIPELINE_S3_BUCKET": bucket, "REPORT_PIPELINE_S3_PREFIX": "pipeline",
-            "REPORT_PIPELINE_INBOX_BUCKET": inbox, "REPORT_PIPELINE_INBOX_PREFIX": "incoming",
-            **redis.env,
-        }  # fmt: skip
+    with production_stack("rp_bench_celery") as stack:
+        env = {"PATH": os.environ["PATH"], **stack.env, "REPORT_PIPELINE_FIRST_MONTH": FIRST_MONTH}
         os.environ.update({**env, "DAGSTER_HOME": str(scratch / "reader")})  # the reader
-        kind = "throwaway" if server.throwaway else "shared"
-        print(f"PostgreSQL {kind} {server.host}:{server.port}; moto {endpoint}; "
-              f"redis 127.0.0.1:{redis.port}", flush=True)  # fmt: skip
-        yield env, s3, bucket, inbox, redis
+        print(stack.where, flush=True)
+        yield env, stack.s3, stack.bucket, stack.inbox, stack.redis
 
 
 def show(label: str, sample: dict) -> None:
