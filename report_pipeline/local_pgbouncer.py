@@ -40,7 +40,8 @@ def pooling_settings() -> dict[str, str]:
 
 
 def _config(server: Server, port: int, folder: Path) -> str:
-    # the committed file itself, included as compose.yaml's pooler includes it
+    # the committed file, included as compose.yaml's pooler includes it (a copy in the pooler's
+    # own folder: it runs as the postgres user, who may not read the checkout)
     return f"""[databases]
 * = host={server.host} port={server.port}
 [pgbouncer]
@@ -52,7 +53,7 @@ auth_file = {folder}/users.txt
 stats_users = {server.user}
 logfile = {folder}/pgbouncer.log
 pidfile = {folder}/pgbouncer.pid
-%include {SETTINGS}
+%include {folder}/pooling.ini
 """
 
 
@@ -74,6 +75,7 @@ def pgbouncer(server: Server) -> Iterator[Server]:
     folder, drop = Path(tempfile.mkdtemp(prefix="report_pipeline-pgbouncer-")), _run_as()
     try:
         (folder / "users.txt").write_text(f'"{server.user}" ""\n')
+        shutil.copyfile(SETTINGS, folder / "pooling.ini")
         port = free_port()
         (folder / "pgbouncer.ini").write_text(_config(server, port, folder))
         if drop:

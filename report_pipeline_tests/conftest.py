@@ -18,6 +18,15 @@ from report_pipeline_tests import s3 as s3_helpers
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 
 
+@pytest.fixture(autouse=True)
+def _checkout_keeps_its_mode():
+    """No test may change the checkout's permissions (a LocalStore rooted at "." once made it
+    0700, and PgBouncer, running as the postgres user, could no longer read deploy/)."""
+    before = FIXTURES.parents[1].stat().st_mode
+    yield
+    assert FIXTURES.parents[1].stat().st_mode == before, "a test changed the checkout's mode"
+
+
 def files_under(path: Path) -> list[Path]:
     """Every file below `path` (none when it does not exist)."""
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
