@@ -41,7 +41,8 @@ from report_pipeline.defs.resources import InboxResource, StoreResource, _build,
 CLIENT_ATTEMPTS = 3
 # Per-request CPU that buys nothing here, on a machine whose cores the decoders already fill: a
 # CRC32 checksum of every body (botocore's default since 1.36) beside the Content-MD5 the store
-# sends and S3 checks, and botocore's validation of parameters only this package builds.
+# sends and S3 checks (files, which have none, ask for their CRC32 themselves: S3Store.put_file),
+# and botocore's validation of parameters only this package builds.
 LEAN = Config(
     request_checksum_calculation="when_required",
     response_checksum_validation="when_required",

@@ -18,7 +18,7 @@ class Recorder:
         self.io_workers, self.fail, self.put = workers, fail, {}
         self.threads: set[str] = set()
 
-    def put_if_absent(self, key: str, data: bytes) -> bool:
+    def put_if_absent(self, key: str, data: bytes, md5: str = "") -> bool:
         self.threads.add(threading.current_thread().name)
         if key == self.fail:
             raise TransientStorageError(f"injected timeout {key}")

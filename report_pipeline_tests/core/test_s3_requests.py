@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import zlib
 from collections import Counter
 
 import pytest
@@ -96,3 +97,27 @@ def test_every_write_of_bytes_sends_their_md5(s3):
     store.put_bytes("archive/a.png", b"png-a")
     store.put_if_absent("claims/rev/000001.json", b"{}")
     assert sent == [base64.b64encode(hashlib.md5(d).digest()) for d in (b"png-a", b"{}")]
+
+
+def test_a_known_md5_is_sent_without_hashing_again(s3, monkeypatch):
+    """Extraction hashes each image once, for the manifest, and hands the MD5 to the upload."""
+    store, sent = S3Store(s3.client, s3.bucket, prefix="pipeline"), []
+    s3.client.meta.events.register(
+        "before-send.s3.PutObject", lambda request, **_: sent.append(request.headers["Content-MD5"])
+    )
+    known = hashlib.md5(b"png-b").hexdigest()
+    monkeypatch.setattr(s3_store, "hashlib", None)  # the store hashing again would fail
+    assert store.put_if_absent("archive/b.png", b"png-b", known)
+    assert sent == [base64.b64encode(bytes.fromhex(known))]
+    assert {o.key: o.md5 for o in store.list("archive")} == {"archive/b.png": known}
+
+
+def test_a_file_is_streamed_once_with_a_checksum_s3_checks(s3, tmp_path):
+    source = tmp_path / "report.pdf"
+    source.write_bytes(b"%PDF-1.7 " * 10_000)
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    store.put_file("staged/r/rev.pdf", source)
+    head = s3.client.head_object(Bucket=s3.bucket, Key="pipeline/staged/r/rev.pdf",
+                                 ChecksumMode="ENABLED")  # fmt: skip
+    crc = zlib.crc32(source.read_bytes()).to_bytes(4, "big")
+    assert head["ChecksumCRC32"] == base64.b64encode(crc).decode()

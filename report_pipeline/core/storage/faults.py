@@ -171,8 +171,10 @@ class FaultyStore:
     def put_file(self, key: str, path: Path) -> None:
         self._call("put_file", [key], lambda: self.inner.put_file(key, path))
 
-    def put_if_absent(self, key: str, data: bytes) -> bool:
-        created = self._call("put_if_absent", [key], lambda: self.inner.put_if_absent(key, data))
+    def put_if_absent(self, key: str, data: bytes, md5: str = "") -> bool:
+        created = self._call(
+            "put_if_absent", [key], lambda: self.inner.put_if_absent(key, data, md5)
+        )
         if created:
             with self._session.lock:
                 self._session.created.append(key)

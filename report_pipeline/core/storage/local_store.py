@@ -81,7 +81,7 @@ class LocalStore:
 
         self._write(key, copy)
 
-    def put_if_absent(self, key: str, data: bytes) -> bool:
+    def put_if_absent(self, key: str, data: bytes, md5: str = "") -> bool:
         """Create `key` with `data` only if no object has that key: True if this call created
         it, False if one was already there (its bytes untouched). Atomic against concurrent
         callers, and a reader never sees the object half-written: the complete file is linked

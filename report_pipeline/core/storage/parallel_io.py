@@ -53,14 +53,14 @@ class BackgroundPuts:
         self._failed: BaseException | None = None
         self.created = 0
 
-    def put_if_absent(self, key: str, data: bytes) -> None:
+    def put_if_absent(self, key: str, data: bytes, md5: str = "") -> None:
         if self._pool is None:
-            self.created += bool(self.store.put_if_absent(key, data))
+            self.created += bool(self.store.put_if_absent(key, data, md5))
             return
         if self._failed is not None:
             raise self._failed
         self._slots.acquire()
-        future = self._pool.submit(self.store.put_if_absent, key, data)
+        future = self._pool.submit(self.store.put_if_absent, key, data, md5)
         future.add_done_callback(self._done)
         self._pending.append(future)
 

@@ -10,10 +10,11 @@ Failed means someone else created the key: False); archive keys are content-addr
 repeated `put_bytes` writes the same bytes. Reads stream with the byte cap and
 count what arrives; a stated length is never trusted. Errors are classified by `s3_errors`.
 
-Integrity: `put_bytes` and `put_if_absent` send the body's MD5 (Content-MD5), so S3 stores the
-bytes the caller hashed or refuses them, and a listing gives that MD5 back as the ETag
-(`ObjectInfo.md5`): the archive check compares it with the MD5 recorded at upload instead of
-reading every object again.
+Integrity: `put_bytes` and `put_if_absent` send the body's MD5 (Content-MD5; extraction passes
+the MD5 it already computed for the manifest), so S3 stores the bytes the caller hashed or
+refuses them, and a listing gives that MD5 back as the ETag (`ObjectInfo.md5`): the archive check
+compares it with the MD5 recorded at upload instead of reading every object again. `put_file`
+streams the file once with a trailing CRC32 that S3 checks.
 
 Speed: each request waits on the network, so the store says `io_workers` (8, within the boto3
 client's connection pool; the client is thread-safe) and core runs a step's per-object calls
@@ -40,7 +41,6 @@ from report_pipeline.core.storage.s3_errors import (
     mapped,
 )
 from report_pipeline.core.storage.store import (
-    CHUNK,
     MissingObject,
     ObjectInfo,
     PermanentStorageError,
@@ -99,23 +99,21 @@ class S3Store:
             )
 
     def put_file(self, key: str, path: Path) -> None:
-        digest = hashlib.md5(usedforsecurity=False)
-        with open(path, "rb") as body:  # Content-MD5 as for put_bytes (read once more, locally)
-            while chunk := body.read(CHUNK):
-                digest.update(chunk)
-        md5 = {"ContentMD5": base64.b64encode(digest.digest()).decode()}
+        """A file streamed once: its CRC32 travels as a trailing checksum S3 checks (a
+        Content-MD5 would need the whole file read before the upload starts)."""
         with open(path, "rb") as body, mapped("put", key):
             self.client.put_object(
-                Bucket=self.bucket, Key=self._key(key), Body=body, **md5, **PRIVATE
-            )
+                Bucket=self.bucket, Key=self._key(key), Body=body, ChecksumAlgorithm="CRC32",
+                **PRIVATE,
+            )  # fmt: skip
 
-    def put_if_absent(self, key: str, data: bytes) -> bool:
+    def put_if_absent(self, key: str, data: bytes, md5: str = "") -> bool:
         """True if this call created `key`; False if an object was already there (untouched)."""
         with mapped("create", key):
             try:
                 self.client.put_object(
                     Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*",
-                    **_md5(data), **PRIVATE,
+                    **_md5(data, md5), **PRIVATE,
                 )  # fmt: skip
             except Exception as exc:
                 if is_precondition_failed(exc):
@@ -214,9 +212,10 @@ class S3Store:
             raise PermanentStorageError(f"not a partial write: {key!r}")
 
 
-def _md5(data: bytes) -> dict[str, str]:
-    """Content-MD5 for a PutObject: S3 refuses the upload (BadDigest) if the bytes it received
-    differ, and the object's ETag is then this MD5 (single part, SSE-S3), which a listing returns
-    (`ObjectInfo.md5`). moto 5.2 does not check the header; AWS S3 does."""
-    digest = hashlib.md5(data, usedforsecurity=False).digest()
+def _md5(data: bytes, known: str = "") -> dict[str, str]:
+    """Content-MD5 for a PutObject (from `known`, the hex MD5 the caller computed, else hashed
+    here): S3 refuses the upload (BadDigest) if the bytes it received differ, and the object's
+    ETag is then this MD5 (single part, SSE-S3), which a listing returns (`ObjectInfo.md5`).
+    moto 5.2 does not check the header; AWS S3 does."""
+    digest = bytes.fromhex(known) if known else hashlib.md5(data, usedforsecurity=False).digest()
     return {"ContentMD5": base64.b64encode(digest).decode()}

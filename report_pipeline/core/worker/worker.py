@@ -182,8 +182,9 @@ def _decode(
             else:
                 outcome, key = item.outcome, _object_key(task, item.outcome, item.payload)
                 if key and key not in written and item.payload:
-                    uploads.put_if_absent(key, item.payload)
+                    # hashed once: recorded for the manifest and sent as the upload's Content-MD5
                     written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
+                    uploads.put_if_absent(key, item.payload, written[key])
                 if item.xref:
                     known[item.xref] = (outcome, key)
             place = {"page": item.page, "index": item.index, "origin": item.origin}
