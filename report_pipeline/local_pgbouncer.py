@@ -15,13 +15,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from report_pipeline.local_postgres import Server, _run_as
-from report_pipeline.loopback import accepting, free_port
+from report_pipeline.loopback import free_port, wait_accepting
 
 BINARY = ("pgbouncer", "/usr/sbin/pgbouncer")
 SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "production" / "pgbouncer.ini"
@@ -57,14 +56,6 @@ pidfile = {folder}/pgbouncer.pid
 """
 
 
-def _answers(port: int, deadline: float) -> bool:
-    while time.monotonic() < deadline:
-        if accepting(port):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @contextmanager
 def pgbouncer(server: Server) -> Iterator[Server]:
     """A PgBouncer (session pooling, trust auth, loopback only, a free port) in front of
@@ -87,7 +78,7 @@ def pgbouncer(server: Server) -> Iterator[Server]:
             start_new_session=True,  # a terminal's Ctrl-C stops Dagster first, then this block
         )  # fmt: skip
         try:
-            if not _answers(port, time.monotonic() + 10):
+            if not wait_accepting(port, process, 10):
                 log = folder / "pgbouncer.log"
                 tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
                 raise RuntimeError(f"pgbouncer did not start:\n{tail}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import boto3
 
-from report_pipeline.loopback import accepting, free_port
+from report_pipeline.loopback import free_port, wait_accepting
 
 # Dummy credentials: moto accepts any; set in the environment of whatever talks to it.
 CREDENTIALS = {
@@ -38,11 +37,8 @@ def moto_server(timeout: float = 30.0) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + timeout
-        while not accepting(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port}")
-            time.sleep(0.1)
+        if not wait_accepting(port, process, timeout):
+            raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port}")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -165,19 +165,19 @@ def sweep_untracked(
 
 def abandoned_writes(
     store: Store, now: datetime, policy: RetentionPolicy
-) -> Iterator[tuple[ObjectInfo, datetime]]:
-    """(partial write, deadline) for every write left half-done: no write lasts longer than a
-    run's lease, so one untouched for lease + short clock was abandoned by a crashed writer."""
+) -> Iterator[tuple[ObjectInfo, str, datetime]]:
+    """(partial write, its random name, deadline) for every write left half-done: no write lasts
+    longer than a run's lease, so one untouched for lease + short clock was abandoned."""
     for item in store.abandoned_writes((now - policy.unfinished_hold).timestamp()):
-        yield item, datetime.fromtimestamp(item.modified, UTC) + policy.unfinished_hold
+        name = item.key.rsplit("/", 1)[-1]
+        yield item, name, datetime.fromtimestamp(item.modified, UTC) + policy.unfinished_hold
 
 
 def sweep_abandoned_writes(
     store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
 ) -> None:
-    for item, deadline in list(abandoned_writes(store, now, policy)):
+    for item, name, deadline in list(abandoned_writes(store, now, policy)):
         store.delete_abandoned([item.key])
-        name = item.key.rsplit("/", 1)[-1]
         event = audit.deletion("partial_write", name, "", "", deadline, now, item.size, 1)
         audit.record(store, event)
         stats.deletions.append(event)

@@ -45,8 +45,8 @@ def work_material_deleted_by_deadline(
         work_root, cutoff, janitor.JanitorPass()
     ):
         overdue.add(f"workdir {workdir.name}", deadline, janitor.dir_size(workdir)[0])
-    for item, deadline in janitor.abandoned_writes(store, cutoff, policy):
-        overdue.add(f"partial write {item.key.rsplit('/', 1)[-1]}", deadline, item.size)
+    for item, name, deadline in janitor.abandoned_writes(store, cutoff, policy):
+        overdue.add(f"partial write {name}", deadline, item.size)
     passed = not overdue.items
     text = "no working material past its deadline" if passed else "working material is overdue"
     metadata = {**overdue.metadata(), "untracked_items": len(untracked_items),
