@@ -3,13 +3,11 @@ the GraphQL calls it makes as the UI makes them, and the backfill's timeline fro
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -134,14 +132,6 @@ def wait(probe: Callable[[], Any], what: str, timeout: float, log: Path, poll=0.
     raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}; see {log}")
 
 
-def _serving(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
-            return response.status == 200
-    except (OSError, http.client.HTTPException):  # not up yet, or another server on the port
-        return False
-
-
 @contextmanager
 def dagster_dev(root: Path, env: dict[str, str], timeout: float = 240) -> Iterator[Live]:
     """`dagster dev -w workspace.yaml` (what `make dev` runs) in its own session on a free
@@ -160,7 +150,7 @@ def dagster_dev(root: Path, env: dict[str, str], timeout: float = 240) -> Iterat
         def healthy() -> bool:
             if process.poll() is not None:
                 raise BenchError(f"dagster dev exited; see {live.log}")
-            if not _serving(live.url):
+            if not graphql_api.serving(live.url):
                 return False
             statuses = live.graphql(DAEMON_HEALTH)["instance"]["daemonHealth"]
             up = {d["daemonType"] for d in statuses["allDaemonStatuses"] if d["healthy"]}

@@ -4,6 +4,7 @@ live tests and benchmarks (`call`)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -31,6 +32,15 @@ mutation Launch($params: ExecutionParams!) {
 
 class DagsterApiError(Exception):
     """The webserver could not be reached, or refused the request."""
+
+
+def serving(url: str) -> bool:
+    """Whether a Dagster webserver answers at `url` now (its /server_info)."""
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/server_info", timeout=2) as response:
+            return response.status == 200
+    except (OSError, http.client.HTTPException):  # not up yet, or another server on the port
+        return False
 
 
 def call(endpoint: str, query: str, variables: dict | None = None, timeout: float = 30.0) -> dict:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -144,18 +143,12 @@ def running_dagster(
     live.start_daemon = start_daemon
     try:
         webserver = start("dagster-webserver", "-p", str(port), "-h", "127.0.0.1")
-        wait_for(lambda: serving(live.url) or webserver.poll() is not None, "webserver", 180)
+        wait_for(
+            lambda: graphql_api.serving(live.url) or webserver.poll() is not None, "webserver", 180
+        )
         assert webserver.poll() is None, (root / "dagster-webserver.log").read_text()[-3000:]
         yield live
     finally:
         for process in processes:
             os.killpg(process.pid, signal.SIGKILL)  # the group: code servers and runs too
             process.wait(timeout=30)
-
-
-def serving(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from report_pipeline_tests.intake.live import REPO, LiveDagster, free_port, place, serving, wait_for
+from report_pipeline.graphql_api import serving
+from report_pipeline_tests.intake.live import REPO, LiveDagster, free_port, place, wait_for
 
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
     __typename ... on LaunchRunSuccess { run { runId } } } }"""
