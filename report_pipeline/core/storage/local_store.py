@@ -32,7 +32,8 @@ class LocalStore:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
-        self._mkdir(self.root)
+        self._mkdir(self.root / PARTIAL)  # the root too: 0700 both
+        os.chmod(self.root, 0o700)
 
     def _mkdir(self, path: Path) -> None:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -44,12 +45,10 @@ class LocalStore:
         return self.root / key
 
     def _tmp_for(self, path: Path) -> Path:
-        """A fresh name in `.partial/` for a write that will end at `path`."""
+        """A fresh name in `.partial/` (made with the store) for a write that will end at
+        `path`, whose folders are made now."""
         self._mkdir_chain(path.parent)
-        partial = self.root / PARTIAL
-        if not partial.is_dir():
-            self._mkdir(partial)
-        return partial / secrets.token_hex(8)
+        return self.root / PARTIAL / secrets.token_hex(8)
 
     def _mkdir_chain(self, directory: Path) -> None:
         missing = []
