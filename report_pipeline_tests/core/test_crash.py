@@ -11,6 +11,7 @@ from pathlib import Path
 
 from report_pipeline.core.retention import janitor, retention_audit
 from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.storage.local_store import PARTIAL
 from report_pipeline_tests.conftest import fixture_pdf
 
 WORKER = """
@@ -55,8 +56,12 @@ def test_worker_killed_mid_page_is_cleaned_up_by_the_next_pass_after_its_lease(s
     assert janitor.run(store, settings.work_root, now, policy).deletions == []
     assert left[0].exists()  # live lease: a worker might still be using it
     after = now + timedelta(minutes=policy.lease_minutes + policy.work_minutes + 1)
+    # the kill may land inside a write: that half-written file is swept as well, nothing else
+    torn = len(list((store.root / PARTIAL).iterdir()))
     sweep = janitor.run(store, settings.work_root, after, policy)
-    assert sorted(e.kind for e in sweep.deletions) == ["workdir", "working_material"]
+    kinds = sorted(e.kind for e in sweep.deletions)
+    assert kinds == ["partial_write"] * torn + ["workdir", "working_material"]
+    assert list((store.root / PARTIAL).iterdir()) == []
     assert not left[0].exists() and list(settings.work_root.rglob("w-*")) == []
     assert list(store.list("work")) == [] and list(store.list("staged")) == []
     # the unfinished revision's plan and the images extraction had written to their archive keys
