@@ -6,6 +6,7 @@ nothing is reused between runs (no store hits, no warm instance).
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
 import subprocess
@@ -52,6 +53,28 @@ def fresh_dir(scratch: Path, prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+SETTLE = True  # settled_heap() settles the heap before each timed run
+
+
+@contextmanager
+def settled_heap() -> Iterator[None]:
+    """Each timed run starts with the heap a run worker has: no garbage of earlier runs, and all
+    that is already loaded frozen, as report_pipeline/definitions.py freezes the code location it
+    loads. Without it, a run in this long-lived process paid full collections over every earlier
+    run's leftovers (0.3-0.45 s, landing on whichever variant was running), which a run worker,
+    a fresh process per run, never has. `python -m bench.cold` measures fresh processes, each
+    with the heap it has (SETTLE False)."""
+    if not SETTLE:
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
 
 
@@ -61,9 +84,10 @@ def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN) -> Sample:
     with fresh_dir(scratch, "plain-") as tmp:
         store = LocalStore(tmp / "store")
         settings = WorkerSettings(tmp / "work", decode=decode)
-        start = time.perf_counter()
-        manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
-        wall = time.perf_counter() - start
+        with settled_heap():
+            start = time.perf_counter()
+            manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
+            wall = time.perf_counter() - start
     return {"wall_s": wall, "counts": asdict(manifest.counts)}
 
 
@@ -120,11 +144,12 @@ def dagster(pdf: Path, scratch: Path, pages_per_task: int = 0) -> Sample:
         job = _definitions(tmp, pdf).resolve_job_def("extract_report_job")
         config = {**QUIET, **stage_report_run_config({"pages_per_task": pages_per_task})}
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            start = time.perf_counter()
-            result = job.execute_in_process(
-                partition_key=MONTH, instance=instance, run_config=config, raise_on_error=False
-            )
-            wall = time.perf_counter() - start
+            with settled_heap():
+                start = time.perf_counter()
+                result = job.execute_in_process(
+                    partition_key=MONTH, instance=instance, run_config=config, raise_on_error=False
+                )
+                wall = time.perf_counter() - start
             return _summarise(result, instance, wall)
 
 

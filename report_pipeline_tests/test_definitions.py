@@ -80,3 +80,22 @@ def test_workspace_file_points_at_the_definitions():
     assert (
         workspace["load_from"][0]["python_module"]["module_name"] == "report_pipeline.definitions"
     )
+
+
+def test_the_loaded_code_location_is_frozen_for_the_garbage_collector():
+    """A run worker loads the definitions and keeps them: frozen, the collector's full passes
+    during a run leave them alone (bench.cold: 0.26 s of collecting per cold run instead of
+    0.5 s). Nothing the process makes afterwards is frozen."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc; import report_pipeline.definitions;"
+        "frozen = gc.get_freeze_count();"
+        "after = [[] for _ in range(1000)];"
+        "print(frozen, len(gc.get_objects()), gc.get_freeze_count() == frozen)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    frozen, unfrozen, unchanged = done.stdout.split()
+    assert int(frozen) > 100_000  # the loaded code: Dagster, the definitions, their imports
+    assert 1000 <= int(unfrozen) < 10_000 and unchanged == "True"  # only what came after
