@@ -10,7 +10,8 @@ Variants, each sample its own process, alternating, the order reversed every oth
   throwaway one; moto's server, started here once, on loopback);
 - `thawed`: the same with gc.unfreeze() right after the import (the code before the freeze).
 Nothing is warmed up: every first use (imports done lazily, botocore's models, PyMuPDF) is paid
-inside the run, as a run worker pays it. Every collection is timed with gc.callbacks.
+inside the run, as a run worker pays it. Every collection inside the timed run is timed with
+gc.callbacks (not those of the set-up: server, buckets, definitions, instance).
 Printed: per sample and as medians, the wall, the CPU of the process and its decoders, the
 seconds spent collecting and the full (generation 2) passes; and the paired ratios (a round's
 production wall over its plain wall).
@@ -51,11 +52,13 @@ def sample(variant: str, endpoint: str) -> dict:
     passes: list[tuple[int, float]] = []
     started: list[float] = []
 
-    def timed(phase: str, info: dict) -> None:
+    def timed(phase: str, info: dict) -> None:  # collections inside the timed run only
         if phase == "start":
             started.append(time.perf_counter())
-        else:
+        elif measure.TIMING:
             passes.append((info["generation"], time.perf_counter() - started.pop()))
+        else:
+            started.pop()
 
     with tempfile.TemporaryDirectory() as scratch:
         gc.callbacks.append(timed)

@@ -54,6 +54,7 @@ def fresh_dir(scratch: Path, prefix: str) -> Iterator[Path]:
 
 
 SETTLE = True  # settled_heap() settles the heap before each timed run
+TIMING = False  # True while a timed run runs (inside settled_heap): bench.cold times collections
 
 
 @contextmanager
@@ -64,17 +65,19 @@ def settled_heap() -> Iterator[None]:
     leftovers (0.3-0.45 s, landing on whichever variant was running), which a run worker, a fresh
     process per run, never has. It is kinder than a fresh process, though: after the collect the
     run's own full passes mostly do not come (0.02-0.03 s of collecting per production run here,
-    ~0.3 s in a fresh one). `python -m bench.cold` measures fresh processes, each with the heap
+    ~0.2 s in a fresh one). `python -m bench.cold` measures fresh processes, each with the heap
     it has (SETTLE False)."""
-    if not SETTLE:
-        yield
-        return
-    gc.collect()
-    gc.freeze()
+    global TIMING
+    if SETTLE:
+        gc.collect()
+        gc.freeze()
+    TIMING = True
     try:
         yield
     finally:
-        gc.unfreeze()
+        TIMING = False
+        if SETTLE:
+            gc.unfreeze()
 
 
 PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children

@@ -84,8 +84,8 @@ def test_workspace_file_points_at_the_definitions():
 
 def test_the_loaded_code_location_is_frozen_for_the_garbage_collector():
     """A run worker loads the definitions and keeps them: frozen, the collector's full passes
-    during a run leave them alone (bench.cold: 0.26 s of collecting per cold run instead of
-    0.5 s). Nothing the process makes afterwards is frozen."""
+    during a run leave them alone (bench.cold: 0.21 s of collecting in a cold run instead of
+    0.37 s). Nothing the process makes afterwards is frozen."""
     import subprocess
     import sys
 
