@@ -3,7 +3,7 @@ execute_run` loads the code location, runs one run and exits), against the plain
 same way, as a one-off script would.
 
 Variants, each sample its own process, alternating, the order reversed every other round:
-- `plain`: the plain loop (`bench.measure.plain`) on local disk, nothing else imported;
+- `plain`: the plain loop (`bench.measure.plain`) on local disk, without the definitions;
 - `frozen`: imports report_pipeline.definitions, which freezes what it loaded (gc.freeze(), as
   shipped), then runs extract_report_job for one partition on the production configuration
   through PgBouncer exactly as `bench.production` does (Postgres at 127.0.0.1:5432 or a
@@ -72,10 +72,10 @@ def sample(variant: str, endpoint: str) -> dict:
 
 
 def _run(variant: str, scratch: Path, endpoint: str) -> dict:
-    from bench import measure
-    from bench.common import own_cpu
-
     if variant == "plain":
+        from bench import measure
+        from bench.common import own_cpu
+
         cpu = own_cpu()
         run = measure.plain(FIXTURE, scratch)
         return {**run, "cpu_s": own_cpu() - cpu}
