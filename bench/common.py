@@ -68,6 +68,11 @@ def group_cpu(pgid: int, roles: dict[str, str]) -> dict[str, float]:
     return {name: seconds for name, seconds in totals.items() if seconds}
 
 
+def s3_server_pids(endpoint: str) -> list[int]:
+    """The process of `local_s3.moto_server()` serving `endpoint` (started by any process)."""
+    return pids_with(f"report_pipeline.local_s3 --port {endpoint.rsplit(':', 1)[1]}")
+
+
 def pids_with(text: str) -> list[int]:
     """Processes whose command line contains `text` (Linux /proc; none elsewhere)."""
     found = []

@@ -28,7 +28,7 @@ from statistics import median
 import dagster as dg
 
 from bench import common, measure
-from bench.common import ROOT, BenchError, own_cpu, pids_with, proc_cpu
+from bench.common import ROOT, BenchError, own_cpu, proc_cpu, s3_server_pids
 from bench.measure import MONTH, QUIET, Sample
 from report_pipeline import local_pgbouncer, local_s3
 from report_pipeline.definitions import build_defs
@@ -72,9 +72,7 @@ def production(
         # later clients share them, defs/s3_resources.py): make each run pay that parse here
         # too, instead of only the first run of this long-lived process.
         s3_resources._loader = None  # noqa: SLF001
-        moto = [
-            pid for pid in pids_with("moto_server") if pid in pids_with(endpoint.split(":")[-1])
-        ]
+        moto = s3_server_pids(endpoint)
         with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
             with measure.settled_heap():
                 cpu = (sum(map(proc_cpu, moto)), own_cpu())

@@ -33,7 +33,7 @@ import botocore.client
 
 from bench import measure
 from bench import production as prod
-from bench.common import ROOT, own_cpu, pids_with, proc_cpu
+from bench.common import ROOT, own_cpu, proc_cpu, s3_server_pids
 from report_pipeline import local_s3
 from report_pipeline.local_postgres import local_server
 
@@ -140,8 +140,7 @@ def main() -> None:
     _instrument()
     with local_server() as server, local_s3.moto_server() as endpoint:
         os.environ.update({**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint})
-        port = endpoint.rsplit(":", 1)[1]
-        moto = [pid for pid in pids_with("moto_server") if pid in pids_with(port)]
+        moto = s3_server_pids(endpoint)
         with tempfile.TemporaryDirectory(prefix="report-profile-") as scratch:
             prod.production(args.report, Path(scratch), server, endpoint)  # warm-up
             rows = []

@@ -1,15 +1,26 @@
 """An S3 API server for one machine (`make demo-production`, `make dev-production`, the bench):
-moto's server (`moto_server`, in the dev dependency group) on a free loopback port, in its own
-process, stopped at the end with everything it held. Not Dagster, not core: plain Python.
+moto's S3 service (moto[server], in the dev dependency group) on a free loopback port, in its own
+process (`python -m report_pipeline.local_s3 --port N`), stopped at the end with everything it
+held. Not Dagster, not core: plain Python.
+
+It serves moto's S3 application alone, through the same werkzeug server and request handler as
+`moto_server`, without moto's multi-service dispatcher. The dispatcher works out which of ~150
+services each request is for: it lists moto's package folder (a stat per entry) and tries the
+services' URL patterns, every request. That, moto's access log and its browser CORS layer took
+~30% of the server's CPU per PutObject (4.2 -> 3.0 ms, bench/README.md, "The S3 test server"),
+on the two cores the run under test decodes on. The tests' in-thread server (`make_server`) is
+the same application.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -25,21 +36,40 @@ CREDENTIALS = {
 }
 
 
+def make_server(port: int = 0) -> Any:
+    """moto's S3 application in werkzeug's threaded server on 127.0.0.1:`port` (0: the OS picks;
+    the port is `.server_port`), not yet serving: `serve_forever()` in a thread or process."""
+    os.environ.setdefault("MOTO_DISABLE_GLOBAL_CORS", "1")  # read when moto.settings is imported
+    from moto.server import MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server as werkzeug_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access-log line per request
+    app = create_backend_app("s3")
+    return werkzeug_server(
+        "127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler
+    )
+
+
 @contextmanager
 def moto_server(timeout: float = 30.0) -> Iterator[str]:
-    """`moto_server` on a free loopback port: its endpoint URL while the block runs."""
-    exe = Path(sys.executable).parent / "moto_server"
-    if not exe.exists():
-        raise RuntimeError("moto_server not found: `uv sync` installs it (dev group, moto[server])")
+    """The S3 server in its own process on a free loopback port: its endpoint URL while the
+    block runs."""
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        raise RuntimeError(
+            "moto is not installed: `uv sync` installs it (dev group, moto[server])"
+        ) from None
     port = free_port()
     process = subprocess.Popen(
-        [str(exe), "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-m", "report_pipeline.local_s3", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+    endpoint = f"http://127.0.0.1:{port}"
     try:
         if not wait_accepting(port, process, timeout):
-            raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}"
+            raise RuntimeError(f"the S3 server did not start on 127.0.0.1:{port}")
+        yield endpoint
     finally:
         process.terminate()
         try:
@@ -65,3 +95,13 @@ def private_bucket(s3: Any, name: str) -> str:
     )
     s3.put_public_access_block(Bucket=name, PublicAccessBlockConfiguration=block)
     return name
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m report_pipeline.local_s3")
+    parser.add_argument("--port", type=int, required=True)
+    make_server(parser.parse_args(argv).port).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -82,7 +82,8 @@ def s3_server() -> Iterator[str]:
     """moto's S3 API server on a free loopback port, once per session: its endpoint URL."""
     server, endpoint = s3_helpers.start_server()
     yield endpoint
-    server.stop()
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture

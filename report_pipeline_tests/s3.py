@@ -6,7 +6,7 @@ its environment only (`s3` fixture in conftest.py). Nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
-import logging
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -39,14 +39,12 @@ def client(endpoint: str, attempts: int = 3, timeout: float = 10) -> Any:
 
 
 def start_server() -> tuple[Any, str]:
-    """Start moto's threaded server on a port the OS picks; returns (server, endpoint URL)."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    return server, f"http://{host}:{port}"
+    """Start the S3 server `make demo-production` and the bench use (moto's S3 service,
+    report_pipeline/local_s3.py) in a thread, on a port the OS picks; returns (server, endpoint
+    URL). `server.shutdown()` stops it."""
+    server = local_s3.make_server(0)
+    threading.Thread(target=server.serve_forever, name="s3-server", daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
 
 
 @dataclass
