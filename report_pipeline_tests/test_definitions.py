@@ -99,3 +99,14 @@ def test_the_loaded_code_location_is_frozen_for_the_garbage_collector():
     frozen, unfrozen, unchanged = done.stdout.split()
     assert int(frozen) > 100_000  # the loaded code: Dagster, the definitions, their imports
     assert 1000 <= int(unfrozen) < 10_000 and unchanged == "True"  # only what came after
+
+
+def test_loading_the_definitions_does_not_import_pandas():
+    """pandas is imported by the step that builds the manifest table (core/archive/table.py),
+    not by every code server, sensor tick, CLI call and run worker that loads the definitions."""
+    import subprocess
+    import sys
+
+    code = "import sys, report_pipeline.definitions; print('pandas' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -6,58 +6,19 @@ its long clock: the janitor deletes it with the revision's images. It never goes
 manager (which would keep a copy in DAGSTER_HOME, outside retention).
 """
 
-from typing import TYPE_CHECKING
-
 import dagster as dg
 
 from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.keys import manifest_table_key
 from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.archive.table import COLUMNS, write_table
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
-if TYPE_CHECKING:  # imported in `frame`, the one place that needs it
-    import pandas as pd
-
-COLUMNS = [
-    ("sequence", "int", "the occurrence's number in page order"),
-    ("page", "int", "page number (1-based)"),
-    ("origin", "string", "how the page draws it: xobject, inline, form/xobject, ..."),
-    ("state", "string", "archived | quarantined | expired"),
-    ("reason", "string", "quarantine reason, empty when archived"),
-    ("content_hash", "string", "sha256 of the normalized PNG (archived images)"),
-    ("size", "string", "width x height in pixels"),
-    ("format", "string", "archived format (png), empty when quarantined"),
-    ("bytes", "int", "bytes of the archived PNG"),
-]
 SCHEMA = dg.TableSchema(
     columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in COLUMNS]
 )
-
-
-def frame(manifest: Manifest) -> "pd.DataFrame":
-    """The table as a DataFrame. pandas is imported here, in the step that builds the table:
-    importing it with the definitions cost every code server, sensor tick, CLI call and run
-    worker ~0.3-0.4 s of CPU (bench/README.md, "Throughput")."""
-    import pandas as pd
-
-    rows = [
-        {
-            "sequence": c.sequence,
-            "page": c.page,
-            "origin": c.origin,
-            "state": c.state,
-            "reason": c.quarantine_reason or "",
-            "content_hash": c.content_hash or "",
-            "size": f"{c.width}x{c.height}",
-            "format": c.format or "",
-            "bytes": c.bytes,
-        }
-        for c in manifest.children
-    ]
-    return pd.DataFrame(rows, columns=[name for name, _, _ in COLUMNS])
 
 
 def _manifest_key(context: dg.AssetExecutionContext) -> str:
@@ -92,11 +53,7 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
         manifest = store_json.read_manifest(backend, manifest_key)
         if manifest is None:
             return None, "", False
-        key = manifest_table_key(manifest.report_id, manifest.parent_revision)
-        written = not backend.exists(key)
-        if written:
-            backend.put_bytes(key, frame(manifest).to_csv(index=False).encode())
-        return manifest, key, written
+        return manifest, *write_table(backend, manifest)
 
     manifest, key, written = guarded(context, work)
     if manifest is None:
@@ -104,7 +61,7 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     return dg.MaterializeResult(
         metadata={
             "dagster/column_schema": SCHEMA,
-            "dagster/row_count": len(manifest.children),  # one row per occurrence (`frame`)
+            "dagster/row_count": len(manifest.children),  # a row per occurrence (archive/table.py)
             "month": context.partition_key,
             "revision": manifest.parent_revision,
             "table_key": key,

@@ -5,9 +5,10 @@ import io
 import dagster as dg
 import pandas as pd
 
+from report_pipeline.core.archive.table import COLUMNS
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import COLUMNS, manifest_table
+from report_pipeline.defs.manifest_table import manifest_table
 from report_pipeline_tests.defs.conftest import materialization
 
 

@@ -1,0 +1,62 @@
+"""The manifest as a table, one row per image occurrence, stored as CSV beside the manifest
+(`archive/<report_id>/<revision>/manifest_table.csv`): the revision's access and long clock.
+
+Built with pandas, imported in `frame`, the one place that needs it: importing it with the
+definitions cost every code server, sensor tick, CLI call and run worker ~0.3-0.4 s of CPU
+(bench/README.md, "Throughput"). The `manifest_table` asset (defs/manifest_table.py) and the
+benchmark's plain loop (bench/measure.py) both write the table through `write_table`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from report_pipeline.core.archive.keys import manifest_table_key
+from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.storage.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = [
+    ("sequence", "int", "the occurrence's number in page order"),
+    ("page", "int", "page number (1-based)"),
+    ("origin", "string", "how the page draws it: xobject, inline, form/xobject, ..."),
+    ("state", "string", "archived | quarantined | expired"),
+    ("reason", "string", "quarantine reason, empty when archived"),
+    ("content_hash", "string", "sha256 of the normalized PNG (archived images)"),
+    ("size", "string", "width x height in pixels"),
+    ("format", "string", "archived format (png), empty when quarantined"),
+    ("bytes", "int", "bytes of the archived PNG"),
+]
+
+
+def frame(manifest: Manifest) -> pd.DataFrame:
+    """The table as a DataFrame."""
+    import pandas as pd
+
+    rows = [
+        {
+            "sequence": c.sequence,
+            "page": c.page,
+            "origin": c.origin,
+            "state": c.state,
+            "reason": c.quarantine_reason or "",
+            "content_hash": c.content_hash or "",
+            "size": f"{c.width}x{c.height}",
+            "format": c.format or "",
+            "bytes": c.bytes,
+        }
+        for c in manifest.children
+    ]
+    return pd.DataFrame(rows, columns=[name for name, _, _ in COLUMNS])
+
+
+def write_table(store: Store, manifest: Manifest) -> tuple[str, bool]:
+    """The revision's table in the store, written once (a rerun of an unchanged report finds it
+    and writes nothing): (its key, whether this call wrote it)."""
+    key = manifest_table_key(manifest.report_id, manifest.parent_revision)
+    written = not store.exists(key)
+    if written:
+        store.put_bytes(key, frame(manifest).to_csv(index=False).encode())
+    return key, written
