@@ -3,7 +3,10 @@ execute_run` loads the code location, runs one run and exits), against the plain
 same way, as a one-off script would.
 
 Variants, each sample its own process, alternating, the order reversed every other round:
-- `plain`: the plain loop (`bench.measure.plain`) on local disk, without the definitions;
+- `plain`: the plain loop (`bench.measure.plain`) on local disk, without the definitions,
+  leaving the job's artifacts: the manifest and the manifest table (pandas, CSV);
+- `manifest_only`: the same loop without the table (the baseline before 2026-11-30: the job's
+  manifest_table asset imports pandas and writes a table, which that baseline did not);
 - `frozen`: imports report_pipeline.definitions, which freezes what it loaded (gc.freeze(), as
   shipped), then runs extract_report_job for one partition on the production configuration
   through PgBouncer exactly as `bench.production` does (Postgres at 127.0.0.1:5432 or a
@@ -14,7 +17,7 @@ inside the run, as a run worker pays it. Every collection inside the timed run i
 gc.callbacks (not those of the set-up: server, buckets, definitions, instance).
 Printed: per sample and as medians, the wall, the CPU of the process and its decoders, the
 seconds spent collecting and the full (generation 2) passes; and the paired ratios (a round's
-production wall over its plain wall).
+production wall over its plain wall, and over its manifest_only wall).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from statistics import median
 from bench import common
 from bench.common import ROOT
 
-VARIANTS = ["plain", "frozen", "thawed"]
+VARIANTS = ["plain", "manifest_only", "frozen", "thawed"]
+RUNS = VARIANTS[2:]  # the production runs
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 
 
@@ -42,7 +46,7 @@ def sample(variant: str, endpoint: str) -> dict:
     from report_pipeline import local_s3
 
     os.environ.update({**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint})
-    if variant != "plain":
+    if variant in RUNS:
         import report_pipeline.definitions  # noqa: F401  (the code location, loaded and frozen)
     if variant == "thawed":
         gc.unfreeze()
@@ -72,12 +76,12 @@ def sample(variant: str, endpoint: str) -> dict:
 
 
 def _run(variant: str, scratch: Path, endpoint: str) -> dict:
-    if variant == "plain":
+    if variant not in RUNS:
         from bench import measure
         from bench.common import own_cpu
 
         cpu = own_cpu()
-        run = measure.plain(FIXTURE, scratch)
+        run = measure.plain(FIXTURE, scratch, table=variant == "plain")
         return {**run, "cpu_s": own_cpu() - cpu}
     from bench import production
     from report_pipeline import local_pgbouncer
@@ -111,14 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     from report_pipeline import local_s3
 
     samples: dict[str, list[dict]] = {v: [] for v in VARIANTS}
-    ratios: dict[str, list[float]] = {v: [] for v in VARIANTS[1:]}
+    ratios: dict[str, list[float]] = {f"{v}/{p}": [] for v in RUNS for p in VARIANTS[:2]}
     with local_s3.moto_server() as endpoint:
         for i in range(args.rounds):
             done = {v: child(v, endpoint) for v in (VARIANTS if i % 2 == 0 else VARIANTS[::-1])}
             for variant, one in done.items():
                 samples[variant].append(one)
-                if variant != "plain":
-                    ratios[variant].append(one["wall_s"] / done["plain"]["wall_s"])
+            for pair, values in ratios.items():
+                run, baseline = pair.split("/")
+                values.append(done[run]["wall_s"] / done[baseline]["wall_s"])
             print(f"  round {i + 1}: " + "  ".join(
                 f"{v} {s['wall_s']:.2f} s (gc {s['gc_s']:.2f}, full {s['full_passes_s']})"
                 for v, s in done.items()), flush=True)  # fmt: skip
@@ -126,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     for variant, runs in samples.items():
         fields = {k: median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "gc_s")}
         full = median(sum(r["full_passes_s"]) for r in runs)
-        ratio = f"{median(ratios[variant]):.2f}x plain (paired)" if variant in ratios else ""
-        print(f"  {variant:<7} wall {fields['wall_s']:.2f} s  cpu {fields['cpu_s']:.2f} s  "
+        ratio = "  ".join(f"{median(v):.2f}x {pair.split('/')[1]}" for pair, v in ratios.items()
+                          if pair.startswith(f"{variant}/"))  # fmt: skip
+        print(f"  {variant:<13} wall {fields['wall_s']:.2f} s  cpu {fields['cpu_s']:.2f} s  "
               f"collecting {fields['gc_s']:.3f} s (full passes {full:.3f} s)  {ratio}")  # fmt: skip
+    print("  (ratios: paired, a round's wall over the same round's baseline)")
     record = {"machine": common.machine(), "samples": samples, "paired": ratios}
     print(f"written {common.write_json(args.out, record, prefix='cold-')}")
     return 0

@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from bench.common import ROOT, BenchError
+from report_pipeline.core.archive.table import write_table
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
@@ -83,15 +84,21 @@ def settled_heap() -> Iterator[None]:
 PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
 
 
-def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN) -> Sample:
-    """`run_report` into a fresh LocalStore and work root; by default decoding in this process
-    (the baseline), else with the given isolated decoder pool."""
+def plain(
+    pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool = True
+) -> Sample:
+    """`run_report` into a fresh LocalStore and work root, then the manifest table beside the
+    manifest: the same artifacts the job's two assets (report_manifest, manifest_table) leave in
+    the store (`table=False`: the manifest only, the baseline before 2026-11-30). By default
+    decoding in this process (the baseline), else with the given isolated decoder pool."""
     with fresh_dir(scratch, "plain-") as tmp:
         store = LocalStore(tmp / "store")
         settings = WorkerSettings(tmp / "work", decode=decode)
         with settled_heap():
             start = time.perf_counter()
             manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
+            if table:
+                write_table(store, manifest)
             wall = time.perf_counter() - start
     return {"wall_s": wall, "counts": asdict(manifest.counts)}
 
