@@ -84,9 +84,7 @@ def settled_heap() -> Iterator[None]:
 PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
 
 
-def plain(
-    pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool = True
-) -> Sample:
+def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool = True) -> Sample:
     """`run_report` into a fresh LocalStore and work root, then the manifest table beside the
     manifest: the same artifacts the job's two assets (report_manifest, manifest_table) leave in
     the store (`table=False`: the manifest only, the baseline before 2026-11-30). By default
