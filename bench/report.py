@@ -15,7 +15,7 @@ from bench.measure import Sample
 
 # (row label, variant, field): the variants are the keys run.py records samples under.
 ROWS = [
-    ("plain loop (run_report)", "plain", "wall_s"),
+    ("plain loop (run_report + table)", "plain", "wall_s"),
     ("isolated, 1 decoder", "pool_1", "wall_s"),
     ("isolated, 1 per core", "pool", "wall_s"),
     ("dagster wall", "dagster", "wall_s"),
