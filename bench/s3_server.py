@@ -15,40 +15,25 @@ import argparse
 import base64
 import hashlib
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from statistics import median
 
-import boto3
-
-from bench.common import own_cpu, proc_cpu, s3_server_pids
+from bench.common import own_cpu, proc_cpu
 from report_pipeline import local_s3
 from report_pipeline.defs.s3_resources import LEAN
-from report_pipeline.loopback import free_port, wait_accepting
 
 PUTS = 300
 BODY = os.urandom(60_000)
 MD5 = base64.b64encode(hashlib.md5(BODY).digest()).decode()
 
 
-@contextmanager
-def moto_cli():
-    """moto's `moto_server` command on a free loopback port: (endpoint, pid)."""
-    port = free_port()
-    exe = Path(sys.executable).parent / "moto_server"
-    process = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        if not wait_accepting(port, process, 30):
-            raise RuntimeError("moto_server did not start")
-        yield f"http://127.0.0.1:{port}", process.pid
-    finally:
-        process.terminate()
-        process.wait()
+def moto_cli(port: int) -> list[str]:
+    """moto's own `moto_server` command on `port`."""
+    return [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
 
 
 def puts(s3, bucket: str, tag: str) -> None:
@@ -65,15 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     with ExitStack() as stack:
-        endpoint = stack.enter_context(local_s3.moto_server())
         servers = {
-            "local_s3 (S3 app only)": (endpoint, s3_server_pids(endpoint)[0]),
-            "moto_server command": stack.enter_context(moto_cli()),
+            "local_s3 (S3 app only)": stack.enter_context(
+                local_s3.server_process(local_s3.command)
+            ),
+            "moto_server command": stack.enter_context(local_s3.server_process(moto_cli)),
         }
         clients = {}
         for name, (url, _) in servers.items():
-            keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-            s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1", config=LEAN, **keys)
+            s3 = local_s3.client(url, LEAN)  # as the deployment's clients are configured
             clients[name] = local_s3.private_bucket(s3, "bench-s3-server"), s3
         rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name in servers}
         for i in range(args.rounds + 1):

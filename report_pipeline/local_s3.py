@@ -19,7 +19,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,6 +50,11 @@ def make_server(port: int = 0) -> Any:
     )
 
 
+def command(port: int) -> list[str]:
+    """The command that serves moto's S3 application on `port` in a process of its own."""
+    return [sys.executable, "-m", "report_pipeline.local_s3", "--port", str(port)]
+
+
 @contextmanager
 def moto_server(timeout: float = 30.0) -> Iterator[str]:
     """The S3 server in its own process on a free loopback port: its endpoint URL while the
@@ -60,16 +65,24 @@ def moto_server(timeout: float = 30.0) -> Iterator[str]:
         raise RuntimeError(
             "moto is not installed: `uv sync` installs it (dev group, moto[server])"
         ) from None
+    with server_process(command, timeout) as (endpoint, _pid):
+        yield endpoint
+
+
+@contextmanager
+def server_process(
+    argv: Callable[[int], list[str]], timeout: float = 30.0
+) -> Iterator[tuple[str, int]]:
+    """An S3 API server started by `argv(port)` on a free loopback port: (its endpoint URL, its
+    pid) while the block runs; stopped at the end."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "report_pipeline.local_s3", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    endpoint = f"http://127.0.0.1:{port}"
+        argv(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         if not wait_accepting(port, process, timeout):
             raise RuntimeError(f"the S3 server did not start on 127.0.0.1:{port}")
-        yield endpoint
+        yield f"http://127.0.0.1:{port}", process.pid
     finally:
         process.terminate()
         try:
@@ -79,9 +92,9 @@ def moto_server(timeout: float = 30.0) -> Iterator[str]:
             process.wait()
 
 
-def client(endpoint: str) -> Any:
+def client(endpoint: str, config: Any = None) -> Any:
     keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys)
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=config, **keys)
 
 
 def private_bucket(s3: Any, name: str) -> str:
