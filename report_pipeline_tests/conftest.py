@@ -9,11 +9,13 @@ import pytest
 
 from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
 from report_pipeline_tests import s3 as s3_helpers
+from report_pipeline_tests.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 
@@ -25,6 +27,12 @@ def _checkout_keeps_its_mode():
     before = FIXTURES.parents[1].stat().st_mode
     yield
     assert FIXTURES.parents[1].stat().st_mode == before, "a test changed the checkout's mode"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The one "now" a test reads, and the months around it (report_pipeline_tests/clock.py)."""
+    return Clock(utc_now())
 
 
 def files_under(path: Path) -> list[Path]:

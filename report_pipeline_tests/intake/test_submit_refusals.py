@@ -12,6 +12,7 @@ import pymupdf
 import pytest
 
 from report_pipeline.cli import EXIT_DAGSTER, EXIT_ERROR, SUBMIT_CLASSES, main
+from report_pipeline_tests.clock import month
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.intake.live import free_port
 
@@ -56,6 +57,7 @@ def leaving_link(env: Path, drop) -> Path:
     return link
 
 
+NOT_YET = month(0)  # this month: its partition opens when it ends
 CASES = [  # (refusal class, code, message, how to make the reference, month)
     ("authorization", "not_authorized", "reference is outside every configured source",
      lambda env, drop: outside(env), "2026-09"),
@@ -69,8 +71,8 @@ CASES = [  # (refusal class, code, message, how to make the reference, month)
      lambda env, drop: drop("no_images.pdf", folder="2026-09").parent, "2026-09"),
     ("month", "bad_month", "month must look like YYYY-MM, got '2026-9'",
      lambda env, drop: drop("no_images.pdf", folder="2026-09"), "2026-9"),
-    ("month", "unknown_partition", "2026-11 is not a monthly partition yet",
-     lambda env, drop: drop("no_images.pdf", folder="uploads"), "2026-11"),
+    ("month", "unknown_partition", f"{NOT_YET} is not a monthly partition yet",
+     lambda env, drop: drop("no_images.pdf", folder="uploads"), NOT_YET),
     ("month", "month_mismatch", "reference is in the 2026-08 folder, not 2026-09",
      lambda env, drop: drop("no_images.pdf", folder="2026-08"), "2026-09"),
     ("size", "too_large", "report is larger than 268435456 bytes",

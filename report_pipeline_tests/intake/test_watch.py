@@ -62,10 +62,12 @@ def test_a_sweep_finds_a_file_rewritten_in_place(drop, tmp_path, source):
 
 
 def test_files_still_arriving_and_months_not_yet_partitions_wait(drop, source):
-    drop("no_images.pdf", folder="2026-09")
+    arrived = drop("no_images.pdf", folder="2026-09").stat().st_ctime_ns
     drop("no_images.pdf", folder="2026-11")
     cursor, notes = Cursor(), []
-    assert look(source, cursor, settle=60 * 10**9, notes=notes) == []
+    # "now" is a second after the file landed, on the file system's own clock (which a faked
+    # process clock does not move)
+    assert look(source, cursor, now=arrived + 10**9, settle=60 * 10**9, notes=notes) == []
     assert notes == [
         "inbox 2026-09: a report is still arriving; waiting",
         "inbox 2026-11: not a monthly partition yet; waiting",

@@ -1,0 +1,40 @@
+"""The tests' one clock: "now" and the months relative to it.
+
+No test names a month as "not yet a partition" or "the latest partition": months move, tests must
+not. A month's partition opens when the month ends, so `month(0)` (this month) is the first month
+that is not a partition yet and `month(-1)` is the latest partition. `make test` runs the
+month-sensitive files again with the clock 400 days ahead (`faketime -f '+400d'`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from report_pipeline.core.retention.retention import utc_now
+
+
+def month(offset: int = 0, now: datetime | None = None) -> str:
+    """The month `offset` months from now's ("YYYY-MM", UTC): 0 this month, -1 the one before."""
+    moment = now or utc_now()
+    index = moment.year * 12 + moment.month - 1 + offset
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+@dataclass(frozen=True)
+class Clock:
+    """What a test reads of "now": the moment itself and the months around it."""
+
+    now: datetime
+
+    def month(self, offset: int = 0) -> str:
+        return month(offset, self.now)
+
+    @property
+    def not_yet_open(self) -> str:
+        """The first month whose partition does not exist yet (this month)."""
+        return self.month(0)
+
+    @property
+    def latest_partition(self) -> str:
+        return self.month(-1)
