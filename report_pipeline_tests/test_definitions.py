@@ -42,7 +42,8 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
     month = defs.resolve_job_def("extract_report_job").asset_layer.asset_graph.asset_check_keys
     assert {key.to_user_string() for key in month} == {
         f"report_manifest:{name}" for name in ("manifest_complete", "archive_matches_manifest",
-            "first_attempt_validation", "queue_age_p95", "report_archived_on_time")
+            "first_attempt_validation", "quarantine_rate", "queue_age_p95",
+            "report_archived_on_time")
     }  # fmt: skip
     for name in ("cleanup_schedule", "retention_audit_schedule"):
         assert defs.resolve_schedule_def(name).description

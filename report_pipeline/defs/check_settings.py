@@ -1,4 +1,5 @@
-"""Thresholds of the per-month checks (the essay's signals and the report's due day)."""
+"""Thresholds of the per-month checks (the essay's signals, the quarantine rate and the report's
+due day)."""
 
 import dagster as dg
 from pydantic import Field
@@ -14,6 +15,10 @@ class CheckSettingsResource(dg.ConfigurableResource):
         Thresholds.min_first_attempt_pct,
         description="first_attempt_validation warns below this share of images (%)",
     )
+    max_quarantine_pct: float = Field(
+        Thresholds.max_quarantine_pct,
+        description="quarantine_rate warns above this share of images quarantined (%)",
+    )
     max_queue_age_p95_seconds: float = Field(
         Thresholds.max_queue_age_p95_seconds,
         description="queue_age_p95 warns above this p95 queued child age (seconds)",
@@ -24,4 +29,9 @@ class CheckSettingsResource(dg.ConfigurableResource):
     )
 
     def thresholds(self) -> Thresholds:
-        return Thresholds(self.min_first_attempt_pct, self.max_queue_age_p95_seconds, self.due_day)
+        return Thresholds(
+            min_first_attempt_pct=self.min_first_attempt_pct,
+            max_quarantine_pct=self.max_quarantine_pct,
+            max_queue_age_p95_seconds=self.max_queue_age_p95_seconds,
+            due_day=self.due_day,
+        )

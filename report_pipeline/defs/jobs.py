@@ -8,7 +8,8 @@ from report_pipeline.defs.manifest_table import manifest_table
 # Every job runs on the Definitions' executor (defs/deployment.py: EXECUTOR, in-process).
 # Partitions run concurrently through the run queue (dagster_home/dagster.yaml). A month's run
 # builds the month's assets and evaluates its per-month checks (declared on report_manifest);
-# the whole-archive checks belong to image_archive and are never part of it.
+# the whole-archive checks belong to image_archive and are never part of it: every janitor pass
+# (cleanup_job) evaluates them, and retention_audit_job alone audits without deleting.
 # Crash recovery (dagster_home/dagster.yaml sets the same defaults for UI launches): a run whose
 # worker died is retried from failure; no run may outlive the work lease (60 min), after which
 # the janitor may delete its workdirs.
@@ -23,9 +24,10 @@ extract_report_job = dg.define_asset_job(
 
 cleanup_job = dg.define_asset_job(
     "cleanup_job",
-    selection=dg.AssetSelection.assets(image_archive).without_checks(),
+    selection=dg.AssetSelection.assets(image_archive),  # with its checks: audited every pass
     tags={"report_pipeline/kind": "retention"},
-    description="The janitor: one materialization of image_archive (both clocks enforced).",
+    description="The janitor: one materialization of image_archive (both clocks enforced), then "
+    "its whole-archive retention checks on what the pass left.",
 )
 
 retention_audit_job = dg.define_asset_job(

@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from report_pipeline.core.archive.month_checks import quarantined_pct
 from report_pipeline.core.archive.records import ChildRecord, Manifest
 from report_pipeline.core.messages import ArchivedTask, PageTask, StagedReport
 
@@ -92,6 +93,7 @@ def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, A
         "reused_existing_manifest": reused,
         **asdict(manifest.counts),
         "validated_first_attempt_pct": metrics.validated_first_attempt_pct,
+        "quarantined_pct": quarantined_pct(manifest),
         "queue_age_p95_seconds": metrics.queue_age_p95_seconds,
         "decode_peak_rss_mib": round(metrics.peak_rss_kib / 1024, 1),
         "work_delete_by": manifest.deadlines.work_delete_by,

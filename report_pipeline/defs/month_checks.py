@@ -15,7 +15,6 @@ import dagster as dg
 from report_pipeline.core.archive import month_checks
 from report_pipeline.core.archive.month_checks import Thresholds
 from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.retention.retention import parse_iso
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.partitions import monthly_partitions
 
@@ -32,14 +31,19 @@ CHECKS = {
         "recorded in the manifest; locally, and whenever they disagree: the bytes re-read and "
         "their sha256. Metadata `compared` says how many objects went each way."),
     "first_attempt_validation": (WARN, False,
-        "Share of image occurrences validated on the first attempt, WARN below "
-        "checks.min_first_attempt_pct (default 99%)."),
+        "Share of image occurrences whose outcome (archived or quarantined) came on the first "
+        "attempt, WARN below checks.min_first_attempt_pct (default 99%): retries and "
+        "redeliveries, never bad input."),
+    "quarantine_rate": (WARN, False,
+        "Share of image occurrences quarantined, WARN above checks.max_quarantine_pct "
+        "(default 1%): bad input in the report, which no retry changes."),
     "queue_age_p95": (WARN, False,
         "p95 age of a queued child task when its work started, WARN above "
         "checks.max_queue_age_p95_seconds (default 600 s)."),
     "report_archived_on_time": (WARN, False,
-        "The month's report is archived by the end of day checks.due_day (default 5) of the "
-        "next month; overdue_report_sensor marks a month with none as WARN."),
+        "The month's report was archived by the end of day checks.due_day (default 5) of the "
+        "next month. WARN when it was archived late, or is overdue and not archived "
+        "(overdue_report_sensor, or a run that found no report)."),
 }  # fmt: skip
 OVERDUE_CHECK = "report_archived_on_time"
 
@@ -65,16 +69,27 @@ def check_result(outcome: month_checks.CheckOutcome) -> dg.AssetCheckResult:
     )  # fmt: skip
 
 
+def check_evaluation(outcome: month_checks.CheckOutcome, month: str) -> dg.AssetCheckEvaluation:
+    """The outcome as an evaluation recorded on `month`'s partition from outside the month's
+    publish step (a sensor tick, a run that found no report)."""
+    result = check_result(outcome)
+    return dg.AssetCheckEvaluation(
+        asset_key=result.asset_key, check_name=outcome.name, passed=outcome.passed,
+        severity=result.severity, description=outcome.description, metadata=result.metadata,
+        partition=month,
+    )  # fmt: skip
+
+
 def month_check_results(
     store: Store, manifest: Manifest, limits: Thresholds, now: datetime
 ) -> Iterator[dg.AssetCheckResult]:
     """Every per-month check on the revision's manifest (figures of that revision only)."""
-    archived = manifest.state in month_checks.ARCHIVED_STATES
-    archived_at = parse_iso(manifest.created_at) if archived else None
+    archived_at = month_checks.first_archived_at(store, manifest.month)
     for outcome in (
         month_checks.manifest_complete(manifest),
         month_checks.archive_matches_manifest(store, manifest),
         month_checks.first_attempt_validation(manifest, limits),
+        month_checks.quarantine_rate(manifest, limits),
         month_checks.queue_age_p95(manifest, limits),
         month_checks.archived_on_time(manifest.month, archived_at, now, limits),
     ):

@@ -1,9 +1,12 @@
 """The ops of `report_manifest`: thin adapters from Dagster to the core worker functions."""
 
+from contextlib import ExitStack
+
 import dagster as dg
 from pydantic import Field
 
 from report_pipeline.core.archive import archive as core_archive
+from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.submission import (
     REVISION_TAG,
     check_open,
@@ -29,6 +32,7 @@ from report_pipeline.defs.metadata import (
     task_metadata,
 )
 from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS, month_check_results
+from report_pipeline.defs.no_report import NO_REPORT, record_no_report
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
 
@@ -66,28 +70,42 @@ def stage_report(
     inbox: InboxResource,
     store: StoreResource,
     settings: WorkerResource,
+    checks: CheckSettingsResource,
 ):
     """Read the report chosen at intake (or the month's newest), authorized again, stream it
     into the private store with a byte cap, check the %PDF signature, page count and encryption,
     compute the idempotency key, and fan out: one page group per step (mapping key page_0001 or
-    pages_0001_0070), sized by `pages_per_task` (run config, else the settings resource)."""
+    pages_0001_0070), sized by `pages_per_task` (run config, else the settings resource).
+    A month with no report in the inbox ends here, without failing (defs/no_report.py)."""
     month = context.partition_key
     pages_per_task = config.pages_per_task or settings.pages_per_task
 
-    def work() -> tuple[StagedReport, list[PageTask]]:
+    def work() -> tuple[StagedReport, list[PageTask]] | RefusedInput:
         check_open(month, monthly_partitions.has_partition_key)
         source, worker_settings = inbox.source(config.source), settings.settings()
-        with open_for_run(source, month, config.report_key, worker_settings, owner(context)) as (
-            path,
-            superseded,
-        ):
+        with ExitStack() as stack:
+            try:
+                path, superseded = stack.enter_context(
+                    open_for_run(source, month, config.report_key, worker_settings, owner(context))
+                )
+            except RefusedInput as refused:
+                if refused.code == NO_REPORT:  # an ordinary month with nothing in it
+                    return refused
+                raise
             return worker.stage(
                 store.get_store(), path, source.name, month, superseded, worker_settings,
                 owner(context), pages_per_task, settings.target_task_units,
                 expected_hash=config.source_hash,
             )  # fmt: skip
 
-    staged, tasks = guarded(context, work)
+    found = guarded(context, work)
+    if isinstance(found, RefusedInput):
+        why = found.message
+        guarded(
+            context, lambda: record_no_report(context, store.get_store(), checks.thresholds(), why)
+        )
+        return
+    staged, tasks = found
     tag_run_with_revision(context, staged, config.source or inbox.name)
     if not staged.reused:  # one run per revision extracts it (defs/claiming.py)
         claim = guarded(context, lambda: claim_for_run(context, store.get_store(), staged))

@@ -15,7 +15,7 @@ from report_pipeline.core.archive import month_checks
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.claiming import UNFINISHED
 from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.month_checks import OVERDUE_CHECK, check_result
+from report_pipeline.defs.month_checks import check_evaluation
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource
 
@@ -60,18 +60,8 @@ def overdue_report_sensor(
         if month_checks.is_archived(backend, month):
             continue
         overdue.append(month)
-        outcome = month_checks.archived_on_time(month, None, now, limits)
-        result = check_result(outcome)
         events.append(
-            dg.AssetCheckEvaluation(
-                asset_key=result.asset_key,
-                check_name=OVERDUE_CHECK,
-                passed=False,
-                severity=result.severity,
-                description=result.description,
-                metadata=result.metadata,
-                partition=month,
-            )  # fmt: skip
+            check_evaluation(month_checks.archived_on_time(month, None, now, limits), month)
         )
     cursor = json.dumps({"settled": sorted(settled)})
     if not events:

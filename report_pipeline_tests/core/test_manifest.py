@@ -10,7 +10,7 @@ DEADLINES = Deadlines("2026-10-01T00:15:00.000Z", "2027-11-05T00:00:00.000Z")
 def record(page, index, state="archived", content="h1", attempts=1, queued_s=0, started_s=1):
     return ChildRecord(
         sequence=0, page=page, index=index, state=state, attempts=attempts,
-        validated_first_attempt=state == "archived" and attempts == 1,
+        validated_first_attempt=attempts == 1,
         queued_at=f"2026-10-01T00:00:{queued_s:02d}.000Z",
         started_at=f"2026-10-01T00:00:{started_s:02d}.000Z",
         finished_at="2026-10-01T00:01:00.000Z", content_hash=content, width=1,

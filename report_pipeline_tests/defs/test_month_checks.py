@@ -27,19 +27,20 @@ def records(instance, name: str) -> list:
 
 
 def test_a_launch_records_exactly_the_months_checks_all_passed_none_skipped(
-    inbox, instance, resources
+    inbox, instance, resources, clock
 ):
-    inbox("repeated_image.pdf")
-    result = ui_materialize(instance, resources)
+    month = clock.latest_partition  # archived now, within 31 days of its end: on time
+    inbox("repeated_image.pdf", month=month)
+    result = ui_materialize(instance, resources, month, checks=CheckSettingsResource(due_day=31))
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     assert sorted(e.check_name for e in evaluations) == sorted(CHECKS)
-    assert all(e.passed and e.partition == MONTH for e in evaluations)
-    assert all(e.metadata["month"].value == MONTH for e in evaluations)
+    assert all(e.passed and e.partition == month for e in evaluations)
+    assert all(e.metadata["month"].value == month for e in evaluations)
     for name in CHECKS:  # one row per check: SUCCEEDED on the month; no PLANNED row left over
         (record,) = records(instance, name)
         assert (record.status.value, record.partition, record.run_id) == (
-            "SUCCEEDED", MONTH, result.run_id,
+            "SUCCEEDED", month, result.run_id,
         )  # fmt: skip
     revision = materialization(result)["revision"]
     assert {e.metadata["revision"].value for e in evaluations if "revision" in e.metadata} == {
@@ -64,21 +65,25 @@ def test_per_month_figures_cover_that_month_only(inbox, instance, resources):
 
 
 def test_thresholds_are_settings_and_a_warning_does_not_block(inbox, instance, resources):
-    inbox("truncated_jpeg.pdf")  # one of two images quarantined: 50% validated first time
-    strict = CheckSettingsResource(min_first_attempt_pct=99.0, max_queue_age_p95_seconds=0.0)
+    inbox("truncated_jpeg.pdf")  # one of two images quarantined, on its first attempt
+    strict = CheckSettingsResource(max_quarantine_pct=1.0, max_queue_age_p95_seconds=0.0)
     result = ui_materialize(instance, resources, checks=strict)
     assert result.success
     by_name = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    rate, age = by_name["first_attempt_validation"], by_name["queue_age_p95"]
+    first, rate, age = (by_name[n] for n in ("first_attempt_validation", "quarantine_rate",
+                                             "queue_age_p95"))  # fmt: skip
+    assert first.passed and first.metadata["validated_first_attempt_pct"].value == 100.0
     assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
-    assert rate.metadata["validated_first_attempt_pct"].value == 50.0
-    assert rate.metadata["threshold_pct"].value == 99.0
+    assert rate.metadata["quarantined_pct"].value == 50.0
+    assert rate.metadata["threshold_pct"].value == 1.0
     assert age.severity == dg.AssetCheckSeverity.WARN
     assert isinstance(age.metadata["decode_peak_rss_mib"].value, float)
     assert materialization(result, "manifest_table")["dagster/row_count"] == 2
-    lenient = CheckSettingsResource(min_first_attempt_pct=50.0, max_queue_age_p95_seconds=3600)
+    assert materialization(result)["quarantined_pct"] == 50.0  # plotted beside the other
+    lenient = CheckSettingsResource(max_quarantine_pct=50.0, max_queue_age_p95_seconds=3600)
     again = ui_materialize(instance, resources, checks=lenient)
-    assert all(e.passed for e in again.get_asset_check_evaluations())
+    late = "report_archived_on_time"  # October, archived now: late whatever the thresholds
+    assert all(e.passed for e in again.get_asset_check_evaluations() if e.check_name != late)
 
 
 def test_a_failing_blocking_check_stops_manifest_table_and_is_not_retried(
@@ -105,12 +110,31 @@ def test_a_failing_blocking_check_stops_manifest_table_and_is_not_retried(
     assert events(result, "STEP_START", "manifest_table") == []
 
 
-def test_a_month_without_a_report_leaves_other_months_and_checks_alone(inbox, instance, resources):
+def test_a_month_without_a_report_succeeds_unmaterialized_and_warns_overdue(
+    inbox, instance, resources
+):
     inbox("no_images.pdf")
     assert ui_materialize(instance, resources).success
-    failed = ui_materialize(instance, resources, month="2026-09")
-    assert not failed.success and failed.get_asset_check_evaluations() == []
+    empty = "2026-09"  # long past its due day (the 5th of the month after)
+    result = ui_materialize(instance, resources, month=empty)
+    assert result.success and result.get_asset_materialization_events() == []
+    assert events(result, "STEP_FAILURE") == []
+    (observation,) = [e.asset_observation_data.asset_observation for e in result.all_events
+                      if e.event_type_value == "ASSET_OBSERVATION"]  # fmt: skip
+    assert observation.partition == empty
+    assert observation.description == f"no report: no report (*.pdf) for {empty} in the inbox"
+    (overdue,) = result.get_asset_check_evaluations()
+    assert (overdue.check_name, overdue.passed, overdue.partition) == (
+        "report_archived_on_time", False, empty,
+    )  # fmt: skip
+    assert overdue.severity == dg.AssetCheckSeverity.WARN
+    assert overdue.description == f"no report archived for {empty}: overdue"
     for name in CHECKS:
         latest = {r.partition: r.status.value for r in records(instance, name)}
-        assert latest[MONTH] == "SUCCEEDED"  # October keeps its results
-        assert latest["2026-09"] == "PLANNED"  # shown on September only (run failed)
+        # October keeps its results (archived now: late)
+        assert latest[MONTH] == ("FAILED" if name == "report_archived_on_time" else "SUCCEEDED")
+        # the empty month: the overdue WARN, the rest not evaluated in a successful run
+        # (the UI's "Skipped"), never "Execution failed"
+        want = "FAILED" if name == "report_archived_on_time" else "PLANNED"
+        assert latest[empty] == want
+        assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.SUCCESS

@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 
 from report_pipeline.defs.resources import WorkerResource
@@ -24,7 +26,8 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
     assert (meta["pages"], meta["expected"], meta["accounted"]) == (140, 423, 423)
     assert (meta["archived"], meta["quarantined"], meta["distinct_images"]) == (421, 2, 285)
     assert meta["duplicate_occurrences"] == 136 and meta["archived_bytes"] > 0
-    assert meta["validated_first_attempt_pct"] == round(100 * 421 / 423, 2)
+    assert meta["validated_first_attempt_pct"] == 100.0  # quarantined at once: no retry
+    assert meta["quarantined_pct"] == round(100 * 2 / 423, 2)
     assert meta["queue_age_p95_seconds"] >= 0 and meta["decode_peak_rss_mib"] > 50
     quarantined = [(r.data["page"], r.data["reason"]) for r in meta["quarantined_items"].records]
     assert quarantined == [(50, "truncated"), (100, "signature_mismatch")]
@@ -101,12 +104,14 @@ def test_refused_reports_fail_clearly_once_and_write_nothing(
     assert files_under(tmp_path / "store") == []
 
 
-def test_a_month_without_a_report_fails_with_a_clear_reason(materialize):
+def test_a_month_without_a_report_is_not_a_failure_and_says_why(materialize, instance):
     result = materialize(month="2026-09")
-    (failure,) = events(result, "STEP_FAILURE")
-    assert "report refused (no_report): no report (*.pdf) for 2026-09" in (
-        failure.step_failure_data.error.message
-    )
+    assert result.success and events(result, "STEP_FAILURE") == []
+    assert result.get_asset_materialization_events() == []
+    (warning,) = [e for e in instance.all_logs(result.run_id)
+                  if "nothing to archive" in e.user_message]  # fmt: skip
+    assert warning.user_message.startswith("no report (*.pdf) for 2026-09 in the inbox: ")
+    assert warning.level == logging.WARNING
 
 
 def test_a_newer_report_in_the_same_month_is_a_new_revision(inbox, materialize):

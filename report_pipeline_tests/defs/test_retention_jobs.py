@@ -54,14 +54,15 @@ def test_whole_archive_checks_belong_to_image_archive_and_no_month_selects_them(
     assert {k.name for k in audit} == WHOLE_ARCHIVE
     assert {k.asset_key.to_user_string() for k in month} == {"report_manifest"}
     assert not {k.name for k in month} & WHOLE_ARCHIVE
-    cleanup = defs.resolve_job_def("cleanup_job").asset_layer
-    assert not cleanup.asset_graph.asset_check_keys  # the janitor's pass audits nothing
+    cleanup = defs.resolve_job_def("cleanup_job").asset_layer.asset_graph.asset_check_keys
+    assert cleanup == audit  # every janitor pass is audited after it
 
 
-def test_a_months_failed_run_never_touches_the_whole_archive_checks(run_job, instance):
+def test_a_months_failed_run_never_touches_the_whole_archive_checks(run_job, instance, inbox):
     assert run_job("retention_audit_job").success
     before = _latest_whole_archive(instance)
-    failed = run_job("extract_report_job", **{"dagster/partition": "2026-09"})  # no report
+    inbox("not_a_pdf.pdf", month="2026-09")  # refused: the month's run fails
+    failed = run_job("extract_report_job", **{"dagster/partition": "2026-09"})
     assert not failed.success
     assert {e.step_key for e in events(failed, "STEP_FAILURE")} == {"report_manifest.stage_report"}
     assert _latest_whole_archive(instance) == before
@@ -102,8 +103,8 @@ def test_audit_passes_then_fails_past_the_long_clock_then_passes_after_cleanup(
     assert materialized.asset_key == image_archive.key and materialized.partition is None
     assert figures["deleted_archive"] == 1 and figures["deleted_bytes"] > 0
     assert figures["max_cleanup_lag_seconds"] == pytest.approx(660, abs=90)
-    assert not check_results(cleanup)  # the audit is retention_audit_job's
-    after = check_results(run_job("retention_audit_job", at=later))
+    after = check_results(cleanup)  # the pass is audited in the same run, after the deletions
+    assert set(after) == WHOLE_ARCHIVE and all(e.partition is None for e in after.values())
     assert all(e.passed for e in after.values())
     lag = after["archive_within_retention"].metadata["cleanup_lag_p95_seconds"].value
     assert lag == pytest.approx(660, abs=90)

@@ -60,11 +60,13 @@ def test_a_12_month_backfill_under_20pct_transient_faults_archives_every_image_o
     for run in runs:
         manifest = verify_month(backfill.store, run)  # archived once; attempts = the steps'
         checks = check_results(backfill.instance, run.run_id)
-        assert len(checks) == 5, checks
+        assert len(checks) == 6, checks
         pct = manifest.metrics.validated_first_attempt_pct
         for name, (passed, severity) in checks.items():
-            # the first-attempt signal flags exactly the months whose image steps were retried
-            want = pct >= 99.0 if name == "first_attempt_validation" else True
+            # the first-attempt signal flags exactly the months whose image steps were retried;
+            # 2025's reports, archived now, are late
+            want = {"first_attempt_validation": pct >= 99.0, "report_archived_on_time": False}
+            want = want.get(name, True)
             assert passed == want, (run.month, name, severity, pct)
     assert max(a for run in runs for a in run.attempts.values()) <= MAX_TRIES
     image_retries = [

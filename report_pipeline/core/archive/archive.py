@@ -29,7 +29,7 @@ def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None)
         index=outcome.index,
         state="archived" if archived else "quarantined",
         attempts=attempt,
-        validated_first_attempt=archived and attempt == 1,
+        validated_first_attempt=attempt == 1,  # its outcome, either way, on the first attempt
         queued_at=queued_at,
         started_at=outcome.started_at,
         finished_at=iso(utc_now()),

@@ -6,6 +6,7 @@ partitions compares like with like. Thresholds come from the caller (Dagster set
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from report_pipeline.core.archive import store_json
 from report_pipeline.core.archive.keys import archive_prefix, manifest_key
 from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.retention.check_outcome import CheckOutcome
-from report_pipeline.core.retention.retention import iso
+from report_pipeline.core.retention.retention import iso, parse_iso
 from report_pipeline.core.retention.revision_audit import compared, revisions, verify_revision
 from report_pipeline.core.storage.store import Store
 
@@ -24,6 +25,7 @@ ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by 
 @dataclass(frozen=True)
 class Thresholds:
     min_first_attempt_pct: float = 99.0
+    max_quarantine_pct: float = 1.0
     max_queue_age_p95_seconds: float = 600.0
     due_day: int = 5  # a month's report is due archived by the end of this day of the next month
 
@@ -65,14 +67,35 @@ def archive_matches_manifest(store: Store, manifest: Manifest) -> CheckOutcome:
 
 
 def first_attempt_validation(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
-    """The essay's first signal: share of image occurrences validated on the first attempt."""
+    """The essay's first signal: share of image occurrences whose final outcome (archived or
+    quarantined) came on the first attempt. It falls only when work was retried or redelivered;
+    bad input is `quarantine_rate`'s business."""
     pct = float(manifest.metrics.validated_first_attempt_pct)
     passed = pct >= limits.min_first_attempt_pct
     return CheckOutcome(
         "first_attempt_validation", passed,
-        f"{pct}% validated on the first attempt (threshold {limits.min_first_attempt_pct}%)",
+        f"{pct}% settled on the first attempt (threshold {limits.min_first_attempt_pct}%)",
         {**_scope(manifest), "validated_first_attempt_pct": pct,
          "threshold_pct": limits.min_first_attempt_pct, "images": manifest.counts.accounted},
+    )  # fmt: skip
+
+
+def quarantined_pct(manifest: Manifest) -> float:
+    """Share of the revision's image occurrences quarantined (0.0 for none)."""
+    counts = manifest.counts
+    return round(100 * counts.quarantined / counts.accounted, 2) if counts.accounted else 0.0
+
+
+def quarantine_rate(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
+    """Share of image occurrences quarantined for bad bytes, WARN above the threshold: the
+    report's own problem, which no retry changes."""
+    pct = quarantined_pct(manifest)
+    passed = pct <= limits.max_quarantine_pct
+    return CheckOutcome(
+        "quarantine_rate", passed,
+        f"{pct}% of image occurrences quarantined (threshold {limits.max_quarantine_pct}%)",
+        {**_scope(manifest), "quarantined_pct": pct, "threshold_pct": limits.max_quarantine_pct,
+         "quarantined": manifest.counts.quarantined, "images": manifest.counts.accounted},
     )  # fmt: skip
 
 
@@ -99,14 +122,21 @@ def due_at(month: str, due_day: int) -> datetime:
 def archived_on_time(
     month: str, archived_at: datetime | None, now: datetime, limits: Thresholds
 ) -> CheckOutcome:
-    """The month's report is archived (at `archived_at`), or not yet due. `hours_before_due`
-    (due time minus archive time, or minus now) is negative when late."""
+    """Passes when the month's report was archived (first, at `archived_at`) by its due time,
+    or is not archived and not due yet; warns when it was archived late, and when it is overdue
+    and not archived. `hours_before_due` (due time minus archive time, or minus now) is
+    negative when late."""
     deadline = due_at(month, limits.due_day)
-    passed = archived_at is not None or now < deadline
     if archived_at is not None:
-        text = "report archived" + ("" if archived_at <= deadline else " after its due time")
+        passed = archived_at <= deadline
+        text = "report archived by its due time" if passed else "report archived late"
     else:
-        text = "no archived report yet" if passed else f"no report archived for {month}: overdue"
+        passed = now < deadline
+        text = (
+            "no archived report yet; not due"
+            if passed
+            else f"no report archived for {month}: overdue"
+        )
     return CheckOutcome(
         "report_archived_on_time", passed, text,
         {"month": month, "archived": archived_at is not None, "due_by": iso(deadline),
@@ -114,13 +144,27 @@ def archived_on_time(
     )  # fmt: skip
 
 
-def is_archived(store: Store, month: str) -> bool:
-    """The month has at least one archived (complete, or since expired) revision in the store."""
+def first_archived_at(store: Store, month: str) -> datetime | None:
+    """When the month's first revision still on record was archived (None: none archived):
+    a corrected report archived later does not make a month that was on time late."""
+    times = [
+        parse_iso(manifest.created_at)
+        for manifest in _manifests(store, month)
+        if manifest.state in ARCHIVED_STATES
+    ]
+    return min(times, default=None)
+
+
+def _manifests(store: Store, month: str) -> Iterator[Manifest]:
     for report_id, revision in revisions(store, month):
         manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
-        if manifest and manifest.state in ARCHIVED_STATES:
-            return True
-    return False
+        if manifest is not None:
+            yield manifest
+
+
+def is_archived(store: Store, month: str) -> bool:
+    """The month has at least one archived (complete, or since expired) revision in the store."""
+    return any(m.state in ARCHIVED_STATES for m in _manifests(store, month))
 
 
 def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:

@@ -36,6 +36,7 @@ class ChildRecord:
     index: int
     state: str  # archived | quarantined (expired in a tombstone)
     attempts: int
+    # validation settled (archived or quarantined) on the first attempt: no retry, no redelivery
     validated_first_attempt: bool
     queued_at: str
     started_at: str

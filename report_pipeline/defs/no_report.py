@@ -1,0 +1,40 @@
+"""A month launched (from the UI, a backfill) with no report in its inbox is not a failure: the
+run succeeds without materializing `report_manifest`, says why on the month's partition, and
+gives the month's `report_archived_on_time` its true state (WARN "overdue" once it is due). The
+month stays Missing, so the next "Failed and missing" backfill launches it again."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from report_pipeline.core.archive import month_checks
+from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.storage.store import Store
+from report_pipeline.defs.month_checks import ASSET, check_evaluation
+
+NO_REPORT = "no_report"  # the refusal code of a month folder with no report in it
+
+
+def record_no_report(
+    context: dg.OpExecutionContext, store: Store, limits: month_checks.Thresholds, why: str
+) -> None:
+    """Log and record `why` (the refusal's message) on the month's partition; evaluate
+    `report_archived_on_time`, unless an earlier revision of the month is archived (its own
+    run's result stands)."""
+    month = context.partition_key
+    context.log.warning(
+        f"{why}: nothing to archive, and report_manifest stays missing for {month}. Put the "
+        "report in the inbox's month folder (or `report-pipeline submit` it), then launch again."
+    )
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=ASSET,
+            partition=month,
+            description=f"no report: {why}",
+            metadata={"no_report": why},
+        )  # fmt: skip
+    )
+    if month_checks.is_archived(store, month):
+        return
+    outcome = month_checks.archived_on_time(month, None, utc_now(), limits)
+    context.log_event(check_evaluation(outcome, month))

@@ -1,0 +1,57 @@
+"""Per-month check logic, without Dagster: on time means archived by the due time, the
+first-attempt share counts retries only, and the quarantine rate is its own signal."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from report_pipeline.core.archive import month_checks
+from report_pipeline.core.archive.month_checks import Thresholds
+from report_pipeline_tests.core.test_manifest import build, record
+
+LIMITS = Thresholds()
+DUE = datetime(2026, 11, 6, tzinfo=UTC)  # October's report: due by the end of November 5
+
+
+def test_a_month_is_due_at_the_end_of_its_due_day_of_the_next_month():
+    assert month_checks.due_at("2026-10", 5) == DUE
+    assert month_checks.due_at("2026-12", 5) == datetime(2027, 1, 6, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("archived_at", "now", "passed", "text", "hours"),
+    [
+        (DUE - timedelta(hours=2), DUE + timedelta(days=40), True,
+         "report archived by its due time", 2.0),
+        (DUE + timedelta(hours=1358), DUE + timedelta(days=90), False,
+         "report archived late", -1358.0),
+        (None, DUE + timedelta(hours=5), False, "no report archived for 2026-10: overdue", -5.0),
+        (None, DUE - timedelta(hours=5), True, "no archived report yet; not due", 5.0),
+    ],
+    ids=["on_time", "late", "overdue_not_archived", "not_due_yet"],
+)  # fmt: skip
+def test_archived_on_time_passes_only_by_the_due_time(archived_at, now, passed, text, hours):
+    outcome = month_checks.archived_on_time("2026-10", archived_at, now, LIMITS)
+    assert (outcome.passed, outcome.description) == (passed, text)
+    assert outcome.metadata["hours_before_due"] == hours
+    assert outcome.metadata["archived"] is (archived_at is not None)
+
+
+def test_a_quarantined_image_settled_on_its_first_attempt_is_not_a_retry():
+    records = [record(1, i) for i in range(5)] + [record(1, 5, "quarantined", None)]
+    manifest = build({1: 6}, records)
+    first = month_checks.first_attempt_validation(manifest, LIMITS)
+    assert first.passed and first.metadata["validated_first_attempt_pct"] == 100.0
+    rate = month_checks.quarantine_rate(manifest, LIMITS)
+    assert not rate.passed and rate.metadata["quarantined_pct"] == 16.67
+    assert rate.description == "16.67% of image occurrences quarantined (threshold 1.0%)"
+
+
+def test_a_retried_image_lowers_the_first_attempt_share_either_way():
+    records = [record(1, 0, attempts=2), record(1, 1, "quarantined", None, attempts=3)]
+    records += [record(1, i) for i in range(2, 200)]
+    manifest = build({1: 200}, records)
+    assert manifest.metrics.validated_first_attempt_pct == 99.0
+    assert month_checks.first_attempt_validation(manifest, LIMITS).passed  # 99 >= 99
+    assert month_checks.quarantine_rate(manifest, LIMITS).metadata["quarantined_pct"] == 0.5
+    assert month_checks.quarantine_rate(build({}, []), LIMITS).passed  # no images: 0%
