@@ -1,5 +1,6 @@
 """`report-pipeline preview PDF --out DIR`: the bounded synchronous path, no Dagster.
-`report-pipeline submit REF --month YYYY-MM`: the intake API; launches the month's run."""
+`report-pipeline submit REF --month YYYY-MM`: the intake API; launches the month's run.
+`report-pipeline show MONTH [--page N]`: what happened to each image of a month (or a page)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from report_pipeline.core.archive.store_json import manifest_to_json
@@ -56,6 +58,26 @@ PREVIEW_EPILOG = f"""exit codes:
 """
 
 
+EXIT_NOT_ARCHIVED = 6  # show: the month has no archived revision
+EXIT_NO_PAGE = 7  # show: the archived revision has no such page
+SHOW_EPILOG = f"""Reads the month's archived revision (its newest complete manifest) from the
+deployment's store: the local store, or S3 with REPORT_PIPELINE_DEPLOYMENT=production.
+
+exit codes:
+  0   printed
+  {EXIT_NOT_ARCHIVED}   nothing is archived for the month
+  {EXIT_NO_PAGE}   the archived report has no such page
+  {EXIT_ERROR}   an unexpected error, or the store is unreachable (one line, no traceback)
+  2   usage error (a month that is not YYYY-MM)
+"""
+
+
+def _month(text: str) -> str:
+    if len(text) != 7 or text[4] != "-" or not (text[:4] + text[5:]).isdigit():
+        raise argparse.ArgumentTypeError(f"month must look like YYYY-MM, got {text!r}")
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="report-pipeline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--url", default="http://127.0.0.1:3000", help="Dagster webserver")
     submit.add_argument("--location", default="report_pipeline", help="code location name")
     submit.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    show = commands.add_parser(
+        "show", help="what happened to each image of a month, or of one page", epilog=SHOW_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    show.add_argument("month", type=_month, help="the monthly partition, YYYY-MM")
+    show.add_argument("--page", type=int, help="one page: a line per image occurrence")
+    show.add_argument("--json", action="store_true", help="the manifest's records as JSON")
     return parser
 
 
@@ -147,6 +176,41 @@ def _submit(args: argparse.Namespace) -> int:
     return EXIT_RUN_FAILED if done.status == "failed" else 0
 
 
+def _show(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from report_pipeline.core.archive.months import latest_archived
+    from report_pipeline.core.archive.store_json import child_to_json
+    from report_pipeline.core.archive.summary import page_counts, page_occurrences
+    from report_pipeline.defs.deployment import deployment, resources_for
+
+    with dg.build_resources({"store": resources_for(deployment())["store"]}) as built:
+        found = latest_archived(built.store.get_store(), args.month)
+    if found is None:
+        _say(args, EXIT_NOT_ARCHIVED, f"nothing archived for {args.month}", status="missing")
+        return EXIT_NOT_ARCHIVED
+    key, manifest = found
+    if args.page is None:
+        if args.json:
+            month = {"manifest_key": key, "report_id": manifest.report_id,
+                     "revision": manifest.parent_revision, "state": manifest.state,
+                     "counts": asdict(manifest.counts),
+                     "pages": [asdict(p) for p in manifest.pages]}  # fmt: skip
+            print(json.dumps(month, indent=1))
+        else:
+            print(summary(manifest, key) + "\n" + page_counts(manifest))
+        return 0
+    if args.page not in {p.page for p in manifest.pages}:
+        _say(args, EXIT_NO_PAGE, f"{args.month}'s report has no page {args.page}", status="missing")
+        return EXIT_NO_PAGE
+    if args.json:
+        records = [child_to_json(c) for c in manifest.children if c.page == args.page]
+        print(json.dumps(records, indent=1))
+    else:
+        print(page_occurrences(manifest, args.page))
+    return 0
+
+
 def _refusal_class(refusal: str) -> tuple[str, int]:
     for name, (code, codes) in SUBMIT_CLASSES.items():
         if refusal in codes:
@@ -165,7 +229,7 @@ def _say(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    command = {"preview": _preview, "submit": _submit}[args.command]
+    command = {"preview": _preview, "submit": _submit, "show": _show}[args.command]
     try:
         return command(args)
     except Exception as error:  # a bug or the machine, not the report: no traceback, no paths

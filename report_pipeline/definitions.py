@@ -12,7 +12,7 @@ from report_pipeline.defs.checks import archive_retention_checks
 from report_pipeline.defs.deployment import deployment, executor_for, executor_name, resources_for
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
-from report_pipeline.defs.manifest_table import manifest_table
+from report_pipeline.defs.manifest_table import manifest_table, manifest_table_sensor
 from report_pipeline.defs.overdue import overdue_report_sensor
 from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
 from report_pipeline.defs.sensors import new_report_sensor
@@ -28,7 +28,7 @@ def build_defs(deployment_name: str) -> dg.Definitions:
         asset_checks=[archive_retention_checks],
         jobs=[extract_report_job, cleanup_job, retention_audit_job],
         schedules=[cleanup_schedule, retention_audit_schedule],
-        sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor],
+        sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor, manifest_table_sensor],
         resources=resources_for(deployment_name, executor),
         executor=executor_for(executor),
     )

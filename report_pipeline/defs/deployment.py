@@ -29,6 +29,7 @@ import dagster as dg
 from report_pipeline.core.settings import TaskSizing
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
+from report_pipeline.defs.io_manager import LocalIOManager
 from report_pipeline.defs.resources import (
     InboxResource,
     StoreResource,
@@ -133,6 +134,7 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
         "settings": settings,
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),
+        "io_manager": LocalIOManager(),  # Dagster's layout; paths shown relative to it
     }
 
 

@@ -83,6 +83,20 @@ def quarantine_table(children: tuple[ChildRecord, ...]) -> dg.TableMetadataValue
     return dg.MetadataValue.table(rows, schema)
 
 
+def page_summary(manifest: Manifest) -> dg.TableMetadataValue:
+    """The manifest's per-page rows: on every materialization of the month, reused or not."""
+    rows = [
+        dg.TableRecord({"page": p.page, "images": p.expected, "archived": p.archived,
+                        "quarantined": p.quarantined, "state": p.state})
+        for p in manifest.pages
+    ]  # fmt: skip
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(n, "int") for n in ("page", "images", "archived", "quarantined")]
+        + [dg.TableColumn("state", "string")]
+    )
+    return dg.MetadataValue.table(rows, schema)
+
+
 def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, Any]:
     metrics = manifest.metrics
     return {
@@ -99,4 +113,5 @@ def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, A
         "work_delete_by": manifest.deadlines.work_delete_by,
         "archive_delete_by": manifest.deadlines.archive_delete_by,
         "quarantined_items": quarantine_table(manifest.children),
+        "page_table": page_summary(manifest),
     }

@@ -8,8 +8,10 @@ import pandas as pd
 from report_pipeline.core.archive.table import COLUMNS
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
+from report_pipeline.defs.manifest_table import UI_COLUMNS, manifest_table, manifest_table_sensor
 from report_pipeline_tests.defs.conftest import materialization
+
+RUNNING = dg.DefaultSensorStatus.RUNNING
 
 
 def run(instance, resources) -> dg.ExecuteInProcessResult:
@@ -53,3 +55,45 @@ def test_a_rerun_of_the_same_revision_writes_nothing(inbox, instance, resources,
     again = materialization(run(instance, resources), "manifest_table")
     assert again["written"] is False and again["dagster/row_count"] == 15
     assert stored.stat().st_mtime_ns == before
+
+
+def test_the_materialization_shows_each_occurrences_row_in_the_ui(inbox, instance, resources):
+    inbox("truncated_jpeg.pdf")
+    meta = materialization(run(instance, resources), "manifest_table")
+    table = meta["images"]
+    assert [c.name for c in table.schema.columns] == list(UI_COLUMNS)
+    rows = [r.data for r in table.records]
+    assert [(r["page"], r["sequence"], r["state"]) for r in rows] == [
+        (1, 1, "quarantined"), (1, 2, "archived"),
+    ]  # fmt: skip
+    assert rows[0]["reason"] == "truncated" and len(rows[1]["content_hash"]) == 12
+    assert meta["images_shown"] == "all 2 rows"
+
+
+def test_past_the_ui_limit_the_first_rows_show_with_a_note(inbox, instance, resources, monkeypatch):
+    monkeypatch.setattr("report_pipeline.defs.manifest_table.UI_ROWS", 10)
+    inbox("repeated_image.pdf")  # 15 occurrences
+    meta = materialization(run(instance, resources), "manifest_table")
+    assert len(meta["images"].records) == 10 and meta["dagster/row_count"] == 15
+    assert meta["images_shown"].startswith("the first 10 of 15 rows; every row is in the CSV")
+
+
+def test_a_launch_of_report_manifest_alone_is_followed_by_its_table(inbox, instance, resources):
+    """What the asset page and a backfill launch: report_manifest only. The automation condition
+    then asks for the same month's table, for an old month too, and for nothing else."""
+    defs = dg.Definitions(
+        assets=[report_manifest, manifest_table], sensors=[manifest_table_sensor],
+        resources=resources,
+    )  # fmt: skip
+    assert defs.resolve_sensor_def("manifest_table_sensor").default_status == RUNNING
+    start = dg.evaluate_automation_conditions(defs=defs, instance=instance)  # the sensor's first
+    assert start.total_requested == 0
+    inbox("repeated_image.pdf", month="2025-03")
+    assert dg.materialize([report_manifest], partition_key="2025-03", instance=instance,
+                          resources=resources).success  # fmt: skip
+    first = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=start.cursor)
+    assert first.get_requested_partitions(manifest_table.key) == {"2025-03"}
+    assert dg.materialize([report_manifest, manifest_table], partition_key="2025-03",
+                          instance=instance, resources=resources).success  # fmt: skip
+    after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert after.total_requested == 0  # built with its manifest: nothing more to do

@@ -2,6 +2,7 @@ import logging
 
 import pytest
 
+from report_pipeline.definitions import build_defs
 from report_pipeline.defs.resources import WorkerResource
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events, materialization
@@ -40,6 +41,13 @@ def test_monthly_report_materializes_with_counts_metrics_and_per_page_rows(
         (output,) = events(result, "STEP_OUTPUT", step)
         covered = {k: output.event_specific_data.metadata[k].value for k in PAGE_KEYS}
         assert covered == {"pages": 140, "first_page": 1, "last_page": 140}, step
+    again = materialization(materialize())  # the same revision: its manifest is reused
+    assert again["reused_existing_manifest"] is True
+    for meta_of_run in (meta, again):  # the month's latest materialization answers per page
+        summary = [r.data for r in meta_of_run["page_table"].records]
+        assert [r["page"] for r in summary] == list(range(1, 141))
+        assert summary[86] == {"page": 87, "images": 3, "archived": 3, "quarantined": 0,
+                               "state": "complete"}  # fmt: skip
 
 
 def test_a_repaired_report_says_so_on_the_step_and_the_asset(inbox, materialize, tmp_path):
@@ -148,3 +156,19 @@ def test_a_launch_for_a_month_that_is_not_a_partition_is_refused_before_any_work
     assert "report refused (unknown_partition)" in failure.step_failure_data.error.message
     assert events(result, "STEP_UP_FOR_RETRY") == []
     assert files_under(tmp_path / "store") == []  # not even a deadline marker
+
+
+def test_no_absolute_local_path_reaches_any_metadata(tmp_path, monkeypatch, inbox, instance):
+    """The embedded default as deployed (its resources from the environment): store keys and
+    paths relative to DAGSTER_HOME/storage, never the machine's folders."""
+    for name in ("inbox", "store", "work"):
+        monkeypatch.setenv(f"REPORT_PIPELINE_{name.upper()}", str(tmp_path / name))
+    inbox("truncated_jpeg.pdf")
+    job = build_defs("local").resolve_job_def("extract_report_job")
+    result = job.execute_in_process(partition_key="2026-10", instance=instance)
+    assert result.success
+    shown = [repr(entry.asset_materialization or entry.dagster_event)
+             for entry in instance.all_logs(result.run_id) if entry.is_dagster_event]  # fmt: skip
+    assert any("report_manifest/2026-10" in text for text in shown)  # the output's own path
+    for text in shown:
+        assert "/tmp" not in text and str(instance.root_directory) not in text, text[:300]

@@ -6,20 +6,17 @@ partitions compares like with like. Thresholds come from the caller (Dagster set
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.keys import archive_prefix, manifest_key
+from report_pipeline.core.archive.keys import archive_prefix
+from report_pipeline.core.archive.months import ARCHIVED_STATES, month_manifests
 from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.retention.check_outcome import CheckOutcome
 from report_pipeline.core.retention.retention import iso, parse_iso
-from report_pipeline.core.retention.revision_audit import compared, revisions, verify_revision
+from report_pipeline.core.retention.revision_audit import compared, verify_revision
 from report_pipeline.core.storage.store import Store
-
-ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
 
 
 @dataclass(frozen=True)
@@ -149,22 +146,15 @@ def first_archived_at(store: Store, month: str) -> datetime | None:
     a corrected report archived later does not make a month that was on time late."""
     times = [
         parse_iso(manifest.created_at)
-        for manifest in _manifests(store, month)
+        for _, manifest in month_manifests(store, month)
         if manifest.state in ARCHIVED_STATES
     ]
     return min(times, default=None)
 
 
-def _manifests(store: Store, month: str) -> Iterator[Manifest]:
-    for report_id, revision in revisions(store, month):
-        manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
-        if manifest is not None:
-            yield manifest
-
-
 def is_archived(store: Store, month: str) -> bool:
     """The month has at least one archived (complete, or since expired) revision in the store."""
-    return any(m.state in ARCHIVED_STATES for m in _manifests(store, month))
+    return any(m.state in ARCHIVED_STATES for _, m in month_manifests(store, month))
 
 
 def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:

@@ -26,3 +26,28 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
     if location is not None:
         lines.append(f"  manifest              {location}")
     return "\n".join(lines)
+
+
+def page_counts(manifest: Manifest) -> str:
+    """One line per page: its images, how many were archived and quarantined, its state."""
+    lines = ["  page  images  archived  quarantined  state"]
+    lines += [
+        f"  {p.page:>4}  {p.expected:>6}  {p.archived:>8}  {p.quarantined:>11}  {p.state}"
+        for p in manifest.pages
+    ]
+    return "\n".join(lines)
+
+
+def page_occurrences(manifest: Manifest, page: int) -> str:
+    """One line per image occurrence of `page`: what happened to it, and where it is kept."""
+    lines = [f"page {page} of {manifest.report_id}  revision {manifest.parent_revision}"]
+    for c in (c for c in manifest.children if c.page == page):
+        why = f"{c.quarantine_reason}: {c.quarantine_detail or ''}".rstrip(": ")
+        lines += [
+            f"  #{c.sequence}  {c.origin}  {c.state}"
+            + (f" ({why})" if c.quarantine_reason else ""),
+            f"      {c.format or c.declared_type}  {c.width}x{c.height}  {c.bytes:,} bytes"
+            f"  sha256 {c.content_hash or '-'}",
+            f"      {c.object_key or '-'}",
+        ]
+    return "\n".join(lines)

@@ -31,11 +31,9 @@ COLUMNS = [
 ]
 
 
-def frame(manifest: Manifest) -> pd.DataFrame:
-    """The table as a DataFrame."""
-    import pandas as pd
-
-    rows = [
+def rows(manifest: Manifest) -> list[dict[str, str | int]]:
+    """One row per image occurrence, in sequence order, with the COLUMNS."""
+    return [
         {
             "sequence": c.sequence,
             "page": c.page,
@@ -49,7 +47,13 @@ def frame(manifest: Manifest) -> pd.DataFrame:
         }
         for c in manifest.children
     ]
-    return pd.DataFrame(rows, columns=[name for name, _, _ in COLUMNS])
+
+
+def frame(manifest: Manifest) -> pd.DataFrame:
+    """The table as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(rows(manifest), columns=[name for name, _, _ in COLUMNS])
 
 
 def write_table(store: Store, manifest: Manifest) -> tuple[str, bool]:

@@ -1,0 +1,32 @@
+"""A month's revisions as the archive holds them: their manifests, and the one to show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from report_pipeline.core.archive import store_json
+from report_pipeline.core.archive.keys import manifest_key
+from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.retention.revision_audit import revisions
+from report_pipeline.core.storage.store import Store
+
+ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
+
+
+def month_manifests(store: Store, month: str) -> Iterator[tuple[str, Manifest]]:
+    """(manifest key, manifest) of every revision of the month's reports that has a manifest."""
+    for report_id, revision in revisions(store, month):
+        key = manifest_key(report_id, revision)
+        manifest = store_json.read_manifest(store, key)
+        if manifest is not None:
+            yield key, manifest
+
+
+def latest_archived(store: Store, month: str) -> tuple[str, Manifest] | None:
+    """The month's newest complete revision (key, manifest): what the month's archive is now."""
+    complete = [(m.created_at, key, m) for key, m in month_manifests(store, month)
+                if m.state == "complete"]  # fmt: skip
+    if not complete:
+        return None
+    _, key, manifest = max(complete, key=lambda item: item[0])
+    return key, manifest

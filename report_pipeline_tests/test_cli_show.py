@@ -1,0 +1,72 @@
+"""`report-pipeline show`: the editor's "what happened on page 87?", answered from the store of
+either deployment (the local store; S3 on the moto server), with documented exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from report_pipeline.cli import EXIT_NO_PAGE, EXIT_NOT_ARCHIVED, main
+from report_pipeline.core.archive.store_json import child_to_json
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline_tests.conftest import fixture_pdf
+
+MONTH = "2026-10"
+
+
+@pytest.fixture(params=["local", "production"])
+def deployed(request, tmp_path, settings, monkeypatch):
+    """The monthly report archived for MONTH in the deployment's store, found by `show` from
+    the environment alone: its manifest."""
+    if request.param == "local":
+        monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
+        store = LocalStore(tmp_path / "store")
+    else:
+        s3 = request.getfixturevalue("s3")
+        monkeypatch.setenv("REPORT_PIPELINE_DEPLOYMENT", "production")
+        monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", s3.bucket)
+        monkeypatch.setenv("REPORT_PIPELINE_S3_PREFIX", "pipeline")
+        monkeypatch.setenv("REPORT_PIPELINE_S3_ENDPOINT", s3.endpoint)
+        store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    return run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", MONTH)
+
+
+def test_a_page_lists_exactly_the_manifests_records_for_it(deployed, capsys):
+    assert main(["show", MONTH, "--page", "87", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert records == [child_to_json(c) for c in deployed.children if c.page == 87]
+    assert len(records) == 3 and {r["page"] for r in records} == {87}
+
+
+def test_a_page_in_words_names_each_occurrences_fate_and_key(deployed, capsys):
+    assert main(["show", MONTH, "--page", "50"]) == 0
+    out = capsys.readouterr().out
+    (bad,) = [c for c in deployed.children if c.page == 50 and c.state == "quarantined"]
+    assert f"#{bad.sequence}  {bad.origin}  quarantined (truncated" in out
+    for child in (c for c in deployed.children if c.page == 50 and c.object_key):
+        assert child.object_key in out
+    assert str(fixture_pdf("monthly_report.pdf").parent) not in out
+
+
+def test_without_a_page_the_month_and_its_page_counts(deployed, capsys):
+    assert main(["show", MONTH]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"report inbox-{MONTH}  revision {deployed.parent_revision}")
+    assert "    87       3         3            0  complete" in out
+    assert main(["show", MONTH, "--json"]) == 0
+    month = json.loads(capsys.readouterr().out)
+    assert month["counts"]["accounted"] == 423 and len(month["pages"]) == 140
+
+
+def test_nothing_archived_and_no_such_page_have_their_own_codes(deployed, capsys):
+    assert main(["show", "2026-09"]) == EXIT_NOT_ARCHIVED
+    assert capsys.readouterr().err == "report-pipeline: nothing archived for 2026-09\n"
+    assert main(["show", MONTH, "--page", "141", "--json"]) == EXIT_NO_PAGE
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["exit_code"] == EXIT_NO_PAGE and answer["status"] == "missing"
+    with pytest.raises(SystemExit) as usage:
+        main(["show", "2026-9"])
+    assert usage.value.code == 2
