@@ -39,8 +39,10 @@ test: setup  ## the whole suite, plus lint (installs missing system packages fir
 	$(UV) run pytest
 	faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
 
+# `env --default-signal`: started with SIGINT ignored (`setsid make dev &` from a script), dagster
+# dev would ignore SIGINT and, since it gives SIGTERM SIGINT's handler, SIGTERM too.
 dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home/)
-	$(UV) run dagster dev -w workspace.yaml $(DEV_FLAGS)
+	env --default-signal=INT,TERM $(UV) run dagster dev -w workspace.yaml $(DEV_FLAGS)
 
 # The production configuration (deploy/production/dagster.yaml, REPORT_PIPELINE_DEPLOYMENT=production)
 # on this machine: Postgres from DAGSTER_PG_URL, S3 from REPORT_PIPELINE_S3_BUCKET (+ AWS_ENDPOINT_URL);
@@ -49,7 +51,7 @@ demo-production: setup fixtures/pdfs/monthly_report.pdf  ## the demo on the prod
 	$(UV) run python -m report_pipeline.deploy_local demo --month $(MONTH)
 
 dev-production: setup  ## the Dagster UI on the production configuration
-	$(UV) run python -m report_pipeline.deploy_local dev $(DEV_FLAGS)
+	env --default-signal=INT,TERM $(UV) run python -m report_pipeline.deploy_local dev $(DEV_FLAGS)
 
 lint: setup
 	$(UV) run ruff check --fix .

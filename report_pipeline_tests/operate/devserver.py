@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -55,9 +56,13 @@ class DevServer(LiveDagster):
 
 
 @contextmanager
-def make_dev(root: Path, report: str | None = "repeated_image.pdf") -> Iterator[DevServer]:
+def make_dev(
+    root: Path, report: str | None = "repeated_image.pdf", sigint: object = signal.SIG_DFL
+) -> Iterator[DevServer]:
     """`make dev` as a user runs it, in its own session, with `report` (a fixture) in the inbox's
-    2026-10 folder, or an empty inbox; its whole group is killed at the end."""
+    2026-10 folder, or an empty inbox; its whole group is killed at the end. `sigint` is the
+    SIGINT disposition it starts with: a terminal's default, or ignored (`signal.SIG_IGN`) as by
+    a script's `setsid make dev &` (whatever the test process itself was started with)."""
     home, port = root / "home", free_port()
     home.mkdir(parents=True)
     shutil.copyfile(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
@@ -71,7 +76,7 @@ def make_dev(root: Path, report: str | None = "repeated_image.pdf") -> Iterator[
     with open(root / "dev.log", "wb") as log:
         process = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
         )  # fmt: skip
     server = DevServer(f"http://127.0.0.1:{port}", root, lambda: None, process=process, home=home)
     try:

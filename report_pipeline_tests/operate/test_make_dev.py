@@ -20,17 +20,24 @@ LOGS = """query($k: [String!]!) { capturedLogs(logKey: $k) { stdout stderr curso
 
 
 @pytest.mark.parametrize(
-    ("sig", "to_group", "drain_s"),
-    [(signal.SIGINT, True, 10), (signal.SIGTERM, False, 30)],
-    ids=["ctrl-c: SIGINT to the process group", "SIGTERM to make"],
-)
-def test_make_dev_stops_with_a_run_in_flight_within_10_s(tmp_path: Path, sig, to_group, drain_s):
+    ("sig", "to_group", "drain_s", "sigint"),
+    [(signal.SIGINT, True, 10, signal.SIG_DFL), (signal.SIGTERM, False, 30, signal.SIG_DFL),
+     (signal.SIGINT, True, 10, signal.SIG_IGN), (signal.SIGTERM, False, 30, signal.SIG_IGN)],
+    ids=["ctrl-c: SIGINT to the process group", "SIGTERM to make",
+         "SIGINT to the group, started with SIGINT ignored",
+         "SIGTERM to make, started with SIGINT ignored"],
+)  # fmt: skip
+def test_make_dev_stops_with_a_run_in_flight_within_10_s(
+    tmp_path: Path, sig, to_group, drain_s, sigint
+):
     """GNU make passes SIGTERM on to its child; SIGINT it expects the terminal to have sent
     to the whole group (SIGINT to make's pid alone is never passed on: make waits). Ctrl-C
     reaches every process at once: all are gone within 10 s. SIGTERM to make alone goes down
     the chain (make, uv, dagster dev, its children): make returns within 10 s; the code server
-    was once seen still running 10 s after that on a loaded machine, so the group gets 30 s."""
-    with make_dev(tmp_path, "monthly_report.pdf") as dev:
+    was once seen still running 10 s after that on a loaded machine, so the group gets 30 s.
+    Started with SIGINT ignored (a script's `setsid make dev &`), dagster dev would ignore both
+    signals (it gives SIGTERM SIGINT's handler): the Makefile restores their defaults."""
+    with make_dev(tmp_path, "monthly_report.pdf", sigint) as dev:
         dev.launch()
         wait_for(lambda: "STARTED" in dev.statuses(), "a run to start", 180)
         (os.killpg if to_group else os.kill)(dev.process.pid, sig)
