@@ -84,13 +84,5 @@ def month_check_results(
     store: Store, manifest: Manifest, limits: Thresholds, now: datetime
 ) -> Iterator[dg.AssetCheckResult]:
     """Every per-month check on the revision's manifest (figures of that revision only)."""
-    archived_at = month_checks.first_archived_at(store, manifest.month)
-    for outcome in (
-        month_checks.manifest_complete(manifest),
-        month_checks.archive_matches_manifest(store, manifest),
-        month_checks.first_attempt_validation(manifest, limits),
-        month_checks.quarantine_rate(manifest, limits),
-        month_checks.queue_age_p95(manifest, limits),
-        month_checks.archived_on_time(manifest.month, archived_at, now, limits),
-    ):
+    for outcome in month_checks.month_outcomes(store, manifest, limits, now):
         yield check_result(outcome)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dagster as dg
 
 from report_pipeline.core.archive import month_checks
+from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.retention.retention import utc_now
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.month_checks import ASSET, check_evaluation
@@ -18,9 +19,10 @@ NO_REPORT = "no_report"  # the refusal code of a month folder with no report in 
 def record_no_report(
     context: dg.OpExecutionContext, store: Store, limits: month_checks.Thresholds, why: str
 ) -> None:
-    """Log and record `why` (the refusal's message) on the month's partition; evaluate
-    `report_archived_on_time`, unless an earlier revision of the month is archived (its own
-    run's result stands)."""
+    """Log and record `why` (the refusal's message) on the month's partition, and evaluate
+    every per-month check: on the month's archived revision if it has one (its report has left
+    the inbox since), else as a month without a report (`month_checks.without_report`), so none
+    is left "Skipped" or "Execution failed"."""
     month = context.partition_key
     context.log.warning(
         f"{why}: nothing to archive, and report_manifest stays missing for {month}. Put the "
@@ -34,7 +36,10 @@ def record_no_report(
             metadata={"no_report": why},
         )  # fmt: skip
     )
-    if month_checks.is_archived(store, month):
-        return
-    outcome = month_checks.archived_on_time(month, None, utc_now(), limits)
-    context.log_event(check_evaluation(outcome, month))
+    archived = latest_archived(store, month)
+    if archived is not None:
+        outcomes = month_checks.month_outcomes(store, archived[1], limits, utc_now())
+    else:
+        outcomes = month_checks.without_report(month, utc_now(), limits)
+    for outcome in outcomes:
+        context.log_event(check_evaluation(outcome, month))

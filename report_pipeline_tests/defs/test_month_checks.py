@@ -123,18 +123,30 @@ def test_a_month_without_a_report_succeeds_unmaterialized_and_warns_overdue(
                       if e.event_type_value == "ASSET_OBSERVATION"]  # fmt: skip
     assert observation.partition == empty
     assert observation.description == f"no report: no report (*.pdf) for {empty} in the inbox"
-    (overdue,) = result.get_asset_check_evaluations()
-    assert (overdue.check_name, overdue.passed, overdue.partition) == (
-        "report_archived_on_time", False, empty,
-    )  # fmt: skip
-    assert overdue.severity == dg.AssetCheckSeverity.WARN
+    by_name = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert sorted(by_name) == sorted(CHECKS) and {e.partition for e in by_name.values()} == {empty}
+    overdue = by_name.pop("report_archived_on_time")
+    assert (overdue.passed, overdue.severity) == (False, dg.AssetCheckSeverity.WARN)
     assert overdue.description == f"no report archived for {empty}: overdue"
+    for check in by_name.values():  # no revision to check: said, and not "Skipped"
+        assert check.passed and check.description == f"no report for {empty}: no revision to check"
     for name in CHECKS:
         latest = {r.partition: r.status.value for r in records(instance, name)}
-        # October keeps its results (archived now: late)
-        assert latest[MONTH] == ("FAILED" if name == "report_archived_on_time" else "SUCCEEDED")
-        # the empty month: the overdue WARN, the rest not evaluated in a successful run
-        # (the UI's "Skipped"), never "Execution failed"
-        want = "FAILED" if name == "report_archived_on_time" else "PLANNED"
-        assert latest[empty] == want
-        assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.SUCCESS
+        # October keeps its results (archived now: late); September has every check evaluated
+        # in a successful run: never "Execution failed", never "Skipped"
+        late = "FAILED" if name == "report_archived_on_time" else "SUCCEEDED"
+        assert (latest[MONTH], latest[empty]) == (late, late)
+    assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_an_archived_month_whose_report_left_the_inbox_is_checked_on_its_revision(
+    inbox, instance, resources
+):
+    report = inbox("repeated_image.pdf")
+    first = ui_materialize(instance, resources)
+    report.unlink()
+    again = ui_materialize(instance, resources)
+    assert again.success and again.get_asset_materialization_events() == []
+    before = {e.check_name: (e.passed, e.description) for e in first.get_asset_check_evaluations()}
+    after = {e.check_name: (e.passed, e.description) for e in again.get_asset_check_evaluations()}
+    assert after == before  # the same revision, judged again

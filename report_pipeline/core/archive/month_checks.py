@@ -160,3 +160,35 @@ def is_archived(store: Store, month: str) -> bool:
 def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:
     """The months whose report is due by `now`, oldest first."""
     return [m for m in months if due_at(m, due_day) <= now]
+
+
+REVISION_CHECKS = ("manifest_complete", "archive_matches_manifest", "first_attempt_validation",
+                   "quarantine_rate", "queue_age_p95")  # fmt: skip
+
+
+def without_report(month: str, now: datetime, limits: Thresholds) -> list[CheckOutcome]:
+    """A month with no report and nothing archived: there is no revision to account for or
+    verify, so each revision check passes and says why; whether that is late is
+    `report_archived_on_time`'s call (WARN once the month is due)."""
+    vacuous = [
+        CheckOutcome(name, True, f"no report for {month}: no revision to check",
+                     {"month": month, "no_report": True})
+        for name in REVISION_CHECKS
+    ]  # fmt: skip
+    return [*vacuous, archived_on_time(month, None, now, limits)]
+
+
+def month_outcomes(
+    store: Store, manifest: Manifest, limits: Thresholds, now: datetime
+) -> list[CheckOutcome]:
+    """Every per-month check on a revision's manifest (figures of that revision only; on time
+    from the month's first archived revision)."""
+    archived_at = first_archived_at(store, manifest.month)
+    return [
+        manifest_complete(manifest),
+        archive_matches_manifest(store, manifest),
+        first_attempt_validation(manifest, limits),
+        quarantine_rate(manifest, limits),
+        queue_age_p95(manifest, limits),
+        archived_on_time(manifest.month, archived_at, now, limits),
+    ]
