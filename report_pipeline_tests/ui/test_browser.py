@@ -7,12 +7,11 @@ both schedules running. Each step leaves a screenshot in the test's tmp folder."
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
 from report_pipeline_tests.intake.live import SENSOR, LiveDagster, place, wait_for
 from report_pipeline_tests.operate.devserver import make_dev
@@ -33,33 +32,6 @@ def live(tmp_path: Path) -> Iterator[LiveDagster]:
         server.set_sensor(running=False)
         place(server.root, "monthly_report.pdf", MONTH, "monthly_report.pdf")
         yield server
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    assert Path(chromium).exists(), "needs Debian's chromium: run `bash .ci/system-packages`"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium,
-            headless=True,
-            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(30_000)
-    expect.set_options(timeout=30_000)  # the UI polls; a loaded 2-core machine is slow
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_launch_a_month_and_see_its_run_checks_and_automations(
