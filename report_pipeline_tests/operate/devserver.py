@@ -76,7 +76,7 @@ def make_dev(
     with open(root / "dev.log", "wb") as log:
         process = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+            start_new_session=True, preexec_fn=lambda: _dispositions(sigint),
         )  # fmt: skip
     server = DevServer(f"http://127.0.0.1:{port}", root, lambda: None, process=process, home=home)
     try:
@@ -87,6 +87,15 @@ def make_dev(
         if server.group():
             os.killpg(process.pid, 9)
         process.wait(timeout=30)
+
+
+def _dispositions(sigint: object) -> None:
+    """In the child, before exec: SIGINT as asked, SIGTERM at its default. Both are reset
+    because this process's own may have changed: Dagster's in-process runs give SIGTERM
+    SIGINT's disposition (dagster._utils.interrupts), so where pytest started with SIGINT
+    ignored (a background CI run) SIGTERM ends up ignored too, and make would inherit that."""
+    signal.signal(signal.SIGINT, sigint)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def wait_until(probe, timeout: float) -> float:

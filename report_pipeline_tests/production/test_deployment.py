@@ -13,6 +13,7 @@ from botocore.loaders import JSONFileLoader
 from dagster_aws.s3 import S3PickleIOManager
 
 from report_pipeline.defs import deployment as chosen
+from report_pipeline.defs.io_manager import LocalIOManager
 from report_pipeline.defs.resources import InboxResource, StoreResource
 from report_pipeline.defs.s3_resources import (
     S3ClientResource,
@@ -33,7 +34,8 @@ def test_the_environment_chooses_the_deployment_when_the_definitions_load():
         out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
         names[value] = out.stdout.split()[1:]
-    assert names[""] == names["local"] == ["checks", "clock", "inbox", "settings", "store"]
+    assert names[""] == names["local"] == ["checks", "clock", "inbox", "io_manager", "settings",
+                                           "store"]  # fmt: skip
     assert names["production"] == ["checks", "clock", "inbox", "io_manager", "settings", "store"]
 
 
@@ -43,9 +45,10 @@ def test_an_unknown_deployment_stops_the_load_with_its_name(monkeypatch):
         chosen.deployment()
 
 
-def test_the_embedded_default_keeps_the_local_store_and_dagsters_io_manager():
+def test_the_embedded_default_keeps_the_local_store_and_dagsters_io_manager_layout():
     resources = chosen.resources_for(chosen.LOCAL)
-    assert isinstance(resources["store"], StoreResource) and "io_manager" not in resources
+    assert isinstance(resources["store"], StoreResource)
+    assert isinstance(resources["io_manager"], LocalIOManager)  # paths shown relative
 
 
 def test_production_wires_the_s3_store_inbox_and_io_manager(monkeypatch):

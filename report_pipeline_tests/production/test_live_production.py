@@ -75,6 +75,7 @@ def test_backfill_sensor_cleanup_and_checks_on_postgres_and_s3(
                 checks = check_results(instance, audit)
                 assert checks and all(checks.values()), checks
                 month_checks = check_results(instance, run["id"])  # evaluated in the month's run
+                assert month_checks.pop("report_archived_on_time") is False  # archived late
                 assert month_checks and all(month_checks.values()), month_checks
             for month in [*BACKFILL, "2026-10"]:  # through the S3 store
                 keys = [o.key for o in backend.store().list(f"archive/inbox-{month}/")]

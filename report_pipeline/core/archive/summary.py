@@ -21,7 +21,7 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
         f"  duplicate occurrences {counts.duplicate_occurrences}",
         f"  quarantined           {counts.quarantined}",
         *(f"    {n} x {reason}" for reason, n in reasons),
-        f"  first-attempt valid   {manifest.metrics.validated_first_attempt_pct}%",
+        f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% settled, no retry",
     ]
     if location is not None:
         lines.append(f"  manifest              {location}")
