@@ -21,7 +21,8 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
         f"  duplicate occurrences {counts.duplicate_occurrences}",
         f"  quarantined           {counts.quarantined}",
         *(f"    {n} x {reason}" for reason, n in reasons),
-        f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% settled, no retry",
+        f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% "
+        "settled, no retry",
     ]
     if location is not None:
         lines.append(f"  manifest              {location}")
