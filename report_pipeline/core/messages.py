@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from report_pipeline.core.archive import keys
-from report_pipeline.core.archive.records import Counts, Manifest
+from report_pipeline.core.archive.records import Counts, Manifest, SourceFacts
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class StagedReport:
     source_bytes: int
     superseded: int
     reused: bool  # the revision already has a manifest: nothing is extracted again
-    repaired: bool = False  # MuPDF opened the PDF only by repairing its cross-reference table
+    facts: SourceFacts = SourceFacts()  # repaired, encrypted, shared page-tree nodes
 
 
 @dataclass(frozen=True)

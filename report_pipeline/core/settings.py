@@ -23,6 +23,9 @@ class Limits:
     max_image_pixels: int = 64_000_000
     max_image_side: int = 20_000
     refuse_repaired: bool = False  # True: a PDF MuPDF opens only by repairing it is `damaged`
+    # True: a PDF encrypted with an empty user password (it opens without one, as in every
+    # viewer; only its permission flags differ) is refused as `encrypted` too
+    refuse_encrypted: bool = False
 
 
 @dataclass(frozen=True)

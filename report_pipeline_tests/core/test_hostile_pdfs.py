@@ -7,6 +7,7 @@ import pytest
 
 from fixtures._trees import CATALOG, PAGE, classic_pdf, flat_tree
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.intake.intake import Inspection, RefusedInput, inspect_pdf
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker.page_tree import walk
@@ -27,7 +28,8 @@ def written(tmp_path, data: bytes):
 
 
 def test_a_repaired_xref_is_processed_and_flagged_repaired(run_fixture):
-    assert inspect_pdf(fixture_pdf("broken_xref.pdf"), Limits()) == Inspection(12, True)
+    facts = SourceFacts(repaired=True)
+    assert inspect_pdf(fixture_pdf("broken_xref.pdf"), Limits()) == Inspection(12, facts)
     manifest = run_fixture("broken_xref.pdf")
     assert (manifest.state, manifest.repaired) == ("complete", True)
     assert manifest.counts.archived == 15 and manifest.counts.distinct_images == 2
@@ -43,12 +45,28 @@ def test_a_file_that_cannot_be_opened_even_repaired_is_damaged(tmp_path):
     assert refusal(written(tmp_path, b"%PDF-1.7\nnothing but garbage\n")).code == "damaged"
 
 
-def test_encryption_with_an_empty_user_password_is_refused(tmp_path):
+def permissions_only(tmp_path):
+    """A PDF encrypted with an empty user password: it opens without one; print only."""
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), "opens without a password")
-    data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="owner")
+    granted = pymupdf.PDF_PERM_PRINT | pymupdf.PDF_PERM_ACCESSIBILITY
+    data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="owner",
+                       permissions=granted)  # fmt: skip
     assert not pymupdf.open(stream=data).needs_pass  # MuPDF opens it silently
-    assert refusal(written(tmp_path, data)).code == "encrypted"
+    return written(tmp_path, data)
+
+
+def test_encryption_with_an_empty_user_password_is_read_and_recorded(tmp_path):
+    inspection = inspect_pdf(permissions_only(tmp_path), Limits())
+    assert inspection.pages == 1 and inspection.facts.encrypted is True
+    assert inspection.facts.permissions == ("print", "accessibility")
+
+
+def test_refuse_encrypted_refuses_it_and_a_password_is_refused_always(tmp_path):
+    refused = refusal(permissions_only(tmp_path), Limits(refuse_encrypted=True))
+    assert refused.code == "encrypted" and "refuse_encrypted is set" in refused.message
+    needs_password = refusal(fixture_pdf("encrypted.pdf"))
+    assert needs_password.message == "PDF is encrypted; submit an unencrypted copy"
 
 
 @pytest.mark.parametrize(
@@ -67,6 +85,29 @@ def test_a_page_tree_that_disagrees_or_cannot_be_walked_is_refused(tmp_path, obj
     assert refused.code == code and words in refused.message
 
 
+SHARED_LEAF = [CATALOG, b"<</Type/Pages/Kids[3 0 R 3 0 R]/Count 2>>", PAGE]
+DIAMOND = [CATALOG, b"<</Type/Pages/Kids[3 0 R 4 0 R]/Count 2>>",
+           b"<</Type/Pages/Parent 2 0 R/Kids[5 0 R]/Count 1>>",
+           b"<</Type/Pages/Parent 2 0 R/Kids[5 0 R]/Count 1>>", PAGE]  # fmt: skip
+
+
+@pytest.mark.parametrize(("objects", "pages", "shared"), [(SHARED_LEAF, 2, 1), (DIAMOND, 2, 1)])
+def test_a_shared_page_node_counts_each_time_it_appears_as_mupdf_counts_it(
+    tmp_path, objects, pages, shared
+):
+    path = written(tmp_path, classic_pdf(objects))
+    assert len(pymupdf.open(path)) == pages
+    inspection = inspect_pdf(path, Limits())
+    assert (inspection.pages, inspection.facts.shared_page_nodes) == (pages, shared)
+
+
+def test_sharing_that_multiplies_the_tree_past_the_visit_limit_is_refused(tmp_path):
+    levels = [b"<</Type/Pages/Kids[%d 0 R %d 0 R]/Count %d>>" % (n + 1, n + 1, 2 ** (22 - n))
+              for n in range(2, 22)]  # fmt: skip
+    refused = refusal(written(tmp_path, classic_pdf([CATALOG, *levels, PAGE])))
+    assert refused.code == "bad_page_tree" and "larger than 100000 nodes" in refused.message
+
+
 def test_the_page_tree_walk_counts_the_leaves_of_nested_nodes():
     middle = b"<</Type/Pages/Parent 2 0 R/Kids[5 0 R 6 0 R]/Count 2>>"
     objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R 4 0 R]/Count 3>>", middle, PAGE, PAGE, PAGE]
@@ -77,5 +118,6 @@ def test_the_page_tree_walk_counts_the_leaves_of_nested_nodes():
 def test_a_manifest_is_never_complete_while_pages_are_unaccounted_for():
     short = mf.build_manifest(REF, {1: 0, 2: 0}, [], DEADLINES, "now", pages=3)
     assert short.state == "incomplete" and short.counts.pages_unaccounted == 1
-    whole = mf.build_manifest(REF, {1: 0, 2: 0}, [], DEADLINES, "now", pages=2, repaired=True)
+    whole = mf.build_manifest(REF, {1: 0, 2: 0}, [], DEADLINES, "now", pages=2,
+                              facts=SourceFacts(repaired=True))  # fmt: skip
     assert whole.state == "complete" and whole.repaired is True

@@ -102,12 +102,15 @@ def with_md5(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**c, "md5": "0" * 32} if c["object_key"] else c for c in children]
 
 
-def test_the_pipeline_writes_the_schema_1_shape_plus_each_objects_md5(store, run_fixture):
+def test_the_pipeline_writes_the_schema_1_shape_plus_md5s_and_the_sources_facts(store, run_fixture):
     manifest = run_fixture("truncated_jpeg.pdf")
     report_id, revision = manifest.report_id, manifest.parent_revision
     written = json.loads(store.get_bytes(keys.manifest_key(report_id, revision), 1 << 20))
     v1 = json.loads(stored("manifest.json"))
-    v2 = json.loads(json.dumps({**v1, "children": with_md5(v1["children"])}, sort_keys=True))
-    assert keys_of(written) == keys_of(v2) and written["schema_version"] == 2
+    facts = {"encrypted": False, "permissions": [], "shared_page_nodes": 0}  # schema 3
+    v3 = json.loads(json.dumps({**v1, "children": with_md5(v1["children"]), **facts},
+                               sort_keys=True))  # fmt: skip
+    assert keys_of(written) == keys_of(v3) and written["schema_version"] == 3
+    assert {key: written[key] for key in facts} == facts
     in_task = store.get_bytes(keys.children_key(report_id, revision, "page_0001"), 1 << 20)
     assert keys_of(json.loads(in_task)) == keys_of(with_md5(json.loads(stored("children.json"))))

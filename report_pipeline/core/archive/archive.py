@@ -119,7 +119,7 @@ def publish(
     peak = max((task.peak_rss_kib for task in archived), default=0)
     manifest = mf.build_manifest(
         ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
-        staged.page_count, staged.repaired,
+        staged.page_count, staged.facts,
     )  # fmt: skip
     complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one

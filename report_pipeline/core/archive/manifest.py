@@ -17,6 +17,7 @@ from report_pipeline.core.archive.records import (
     Manifest,
     Metrics,
     PageRow,
+    SourceFacts,
 )
 from report_pipeline.core.messages import RevisionRef
 from report_pipeline.core.retention.retention import Deadlines, parse_iso
@@ -68,6 +69,9 @@ def _counts(expected: dict[int, int], children: list[ChildRecord], pages: int | 
     )
 
 
+NO_FACTS = SourceFacts()  # a PDF that needed no repair, is not encrypted and shares no node
+
+
 def build_manifest(
     ref: RevisionRef,
     expected: dict[int, int],
@@ -76,7 +80,7 @@ def build_manifest(
     created_at: str,
     peak_rss_kib: int = 0,
     pages: int | None = None,
-    repaired: bool = False,
+    facts: SourceFacts = NO_FACTS,
 ) -> Manifest:
     """The parent is complete only when archived + quarantined equals the expected count and
     every one of the report's `pages` (as intake counted them) has its row."""
@@ -91,13 +95,16 @@ def build_manifest(
         source_hash=ref.source_hash,
         extractor_version=ref.extractor_version,
         state="complete" if complete else "incomplete",
-        repaired=repaired,
+        repaired=facts.repaired,
         created_at=created_at,
         deadlines=deadlines,
         counts=counts,
         metrics=_metrics(children, peak_rss_kib),
         pages=_page_rows(expected, children),
         children=tuple(children),
+        encrypted=facts.encrypted,
+        permissions=facts.permissions,
+        shared_page_nodes=facts.shared_page_nodes,
     )
 
 

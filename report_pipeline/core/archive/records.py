@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from report_pipeline.core.retention.retention import Deadlines
 from report_pipeline.core.worker.outcome import ImageOutcome
 
-SCHEMA_VERSION = 2  # what is written; 2: each child with an object records its MD5 (`md5`)
-READABLE_SCHEMAS = (1, 2)  # 1: the same without `md5`; such archives are checked by re-hashing
+# What is written. 2: each child with an object records its MD5 (`md5`). 3: what intake found
+# about the PDF itself (`encrypted`, `permissions`, `shared_page_nodes`).
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (1, 2, 3)  # 1: without `md5`; such archives are checked by re-hashing
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,16 @@ class ChildRecord:
     # MD5 (hex) of the bytes uploaded to `object_key`, recorded at upload (None in manifests
     # from before it was kept): what S3 checked the upload against and lists as the ETag
     md5: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What intake found about the PDF itself, carried from staging into the manifest."""
+
+    repaired: bool = False  # MuPDF opened it only by repairing its cross-reference table
+    encrypted: bool = False  # encrypted, but it opens without a password (permissions only)
+    permissions: tuple[str, ...] = ()  # what the encryption grants: print, copy, ...
+    shared_page_nodes: int = 0  # page-tree nodes referenced more than once (read each time)
 
 
 @dataclass(frozen=True)
@@ -119,3 +131,7 @@ class Manifest:
     children: tuple[ChildRecord, ...]
     expired_at: str | None = None
     deleted: Deleted | None = None
+    # schema 3 (None in older manifests, and then left out of the JSON)
+    encrypted: bool | None = None
+    permissions: tuple[str, ...] | None = None
+    shared_page_nodes: int | None = None

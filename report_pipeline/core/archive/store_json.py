@@ -29,7 +29,9 @@ from report_pipeline.core.storage.store import MissingObject, PermanentStorageEr
 from report_pipeline.core.worker.outcome import ImageOutcome
 
 JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
-_TOMBSTONE_ONLY = ("expired_at", "deleted")
+# Left out when None: a tombstone's keys, and schema 3's keys in a manifest read from an older
+# schema (so it keeps its bytes when written back).
+_OPTIONAL = ("expired_at", "deleted", "encrypted", "permissions", "shared_page_nodes")
 
 
 def outcome_to_json(record: OutcomeRecord) -> dict[str, Any]:
@@ -68,7 +70,7 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     document = asdict(manifest)
     document["pages"] = list(document["pages"])
     document["children"] = [_without_absent_md5(child) for child in document["children"]]
-    for key in _TOMBSTONE_ONLY:
+    for key in _OPTIONAL:
         if document[key] is None:
             del document[key]
     return document
@@ -87,7 +89,12 @@ def manifest_from_json(document: dict[str, Any]) -> Manifest:
         "pages": tuple(PageRow(**row) for row in document["pages"]),
         "children": tuple(child_from_json(child) for child in document["children"]),
         "deleted": Deleted(**deleted) if deleted is not None else None,
+        "permissions": _tuple(document.get("permissions")),
     })  # fmt: skip
+
+
+def _tuple(items: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(items) if items is not None else None
 
 
 def dumps(manifest: Manifest) -> bytes:

@@ -16,6 +16,7 @@ from typing import BinaryIO
 import pymupdf
 
 from report_pipeline.core.archive import keys
+from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.storage import store as storage
 from report_pipeline.core.worker import page_tree
@@ -38,7 +39,7 @@ class RefusedInput(Exception):
 @dataclass(frozen=True)
 class Inspection:
     pages: int
-    repaired: bool  # MuPDF opened it only by repairing its cross-reference table
+    facts: SourceFacts  # repaired, encrypted (and its permissions), shared page-tree nodes
 
 
 @dataclass(frozen=True)
@@ -123,26 +124,49 @@ def inspect_pdf(path: Path, limits: Limits) -> Inspection:
     return inspection
 
 
-def is_encrypted(doc: pymupdf.Document) -> bool:
-    """Any encryption, also with an empty user password (MuPDF then opens it silently)."""
-    return bool(doc.needs_pass or doc.is_encrypted) or doc.xref_get_key(-1, "Encrypt")[0] != "null"
+PERMISSIONS = {  # what an encrypted PDF's /P grants, by name
+    "print": pymupdf.PDF_PERM_PRINT, "modify": pymupdf.PDF_PERM_MODIFY,
+    "copy": pymupdf.PDF_PERM_COPY, "annotate": pymupdf.PDF_PERM_ANNOTATE,
+    "form": pymupdf.PDF_PERM_FORM, "accessibility": pymupdf.PDF_PERM_ACCESSIBILITY,
+    "assemble": pymupdf.PDF_PERM_ASSEMBLE, "print_hq": pymupdf.PDF_PERM_PRINT_HQ,
+}  # fmt: skip
+
+
+def encryption(doc: pymupdf.Document) -> tuple[bool, tuple[str, ...]]:
+    """(encrypted, the permissions it grants) of a PDF that opens without a password, as
+    every viewer opens one encrypted with an empty user password; one that needs a password is
+    refused. MuPDF opens the first kind silently (`is_encrypted` is False): the trailer's
+    /Encrypt tells."""
+    if doc.needs_pass and not doc.authenticate(""):
+        raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
+    if doc.xref_get_key(-1, "Encrypt")[0] == "null" and not doc.is_encrypted:
+        return False, ()
+    return True, tuple(name for name, bit in PERMISSIONS.items() if doc.permissions & bit)
 
 
 def _inspect(doc: pymupdf.Document, limits: Limits) -> Inspection:
     if not doc.is_pdf:
         raise RefusedInput("not_pdf", "file is not a PDF document")
-    if is_encrypted(doc):
-        raise RefusedInput("encrypted", "PDF is encrypted; submit an unencrypted copy")
+    encrypted, permissions = encryption(doc)
+    if encrypted and limits.refuse_encrypted:
+        raise RefusedInput(
+            "encrypted",
+            "PDF is encrypted (it opens without a password, but refuse_encrypted is set); "
+            "submit an unencrypted copy",
+        )
     repaired = bool(doc.is_repaired)
     if repaired and limits.refuse_repaired:
         raise RefusedInput(
             "damaged", "PDF is damaged: it opens only by repairing its cross-reference table"
         )
-    return Inspection(counted_pages(doc), repaired)
+    tree = counted_tree(doc)
+    facts = SourceFacts(repaired, encrypted, permissions, tree.shared)
+    return Inspection(tree.leaves, facts)
 
 
-def counted_pages(doc: pymupdf.Document) -> int:
-    """The page count, when the page tree's leaves and MuPDF's count (from /Count) agree."""
+def counted_tree(doc: pymupdf.Document) -> page_tree.PageTree:
+    """The page tree, when its leaves (a shared page once per reference) and MuPDF's count
+    (from /Count) agree."""
     try:
         tree = page_tree.walk(doc)
     except page_tree.BadPageTree as bad:
@@ -157,4 +181,4 @@ def counted_pages(doc: pymupdf.Document) -> int:
             "page_count_mismatch",
             f"PDF page tree holds {tree.leaves} pages but its /Count says {declared}",
         )
-    return tree.leaves
+    return tree

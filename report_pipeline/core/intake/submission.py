@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.intake import (
     INSPECTION_FAILED,
@@ -51,7 +52,7 @@ class Admission:
     revision: str  # the idempotency key, hashed: also the sensor's run key
     size: int
     pages: int
-    repaired: bool = False  # MuPDF opened it only by repairing its cross-reference table
+    facts: SourceFacts = SourceFacts()  # repaired, encrypted, shared page-tree nodes
 
     def tags(self) -> dict[str, str]:
         return revision_tags(self.revision, self.report_id, self.source_hash, self.ref.source)
@@ -124,7 +125,7 @@ def _admit(
         checked = inspect_pdf(staged, limits)
     report_id = report_id_for(source.name, month)
     revision = revision_for(report_id, digest, settings.extractor_version)
-    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.repaired)
+    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.facts)
 
 
 def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:

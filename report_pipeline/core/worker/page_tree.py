@@ -2,7 +2,11 @@
 
 MuPDF's page count is the root's /Count as written: a file can claim one page while its tree
 holds thousands, or claim more than exist (then MuPDF raises). Intake walks /Kids from the
-catalog itself, bounded in depth and nodes and refusing cycles, and compares.
+catalog itself, bounded in depth and visits, and compares.
+
+A node referenced from more than one /Kids entry (invalid, but common) is read as every reader
+reads it: a page each time it appears. Only a true cycle (a node that is its own ancestor), or
+a walk past the depth or visit limits, is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 import pymupdf
 
 MAX_DEPTH = 64  # real trees are a handful of levels deep
-MAX_NODES = 100_000  # pages and intermediate nodes together
+MAX_NODES = 100_000  # visits of pages and intermediate nodes together (shared ones each time)
 _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
 
 
@@ -23,8 +27,9 @@ class BadPageTree(Exception):
 
 @dataclass(frozen=True)
 class PageTree:
-    leaves: int  # pages found by walking /Kids
+    leaves: int  # pages found by walking /Kids (a shared page once per reference)
     declared: int | None  # the root's /Count as written (None: missing or not an integer)
+    shared: int = 0  # distinct nodes (pages or page nodes) reached more than once
 
 
 def _ref(kind: str, value: str) -> int | None:
@@ -68,23 +73,36 @@ def _declared(doc: pymupdf.Document, root: int) -> int | None:
 
 
 def walk(doc: pymupdf.Document) -> PageTree:
-    """Count the leaves under the catalog's /Pages, depth first, each node at most once."""
+    """Count the leaves under the catalog's /Pages, depth first, a shared node each time it is
+    reached (its kids read once); refuse a node that is its own ancestor."""
     root = _root(doc)
-    stack, seen, leaves = [(root, 0)], set(), 0
+    stack, path, known, shared = [(root, 0)], [], {}, set()
+    leaves = visits = 0
     while stack:
         node, depth = stack.pop()
-        if node in seen:
-            raise BadPageTree("the page tree has a cycle or a shared node")
-        if depth > MAX_DEPTH or len(seen) >= MAX_NODES:
+        del path[depth:]  # the node's ancestors, root first
+        if node in path:
+            raise BadPageTree("the page tree has a cycle (a node is its own ancestor)")
+        visits += 1
+        if depth > MAX_DEPTH or visits > MAX_NODES:
             raise BadPageTree(
-                f"the page tree is deeper than {MAX_DEPTH} or larger than {MAX_NODES}"
+                f"the page tree is deeper than {MAX_DEPTH} or larger than {MAX_NODES} nodes"
             )
-        if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
-            raise BadPageTree("a page or page node is missing from the file (truncated?)")
-        seen.add(node)
-        kids = _kids(doc, node)
-        if _is_leaf(doc, node, kids):
+        if node in known:
+            shared.add(node)
+        else:
+            known[node] = _children(doc, node)
+        if known[node] is None:
             leaves += 1
         else:
-            stack.extend((kid, depth + 1) for kid in reversed(kids or []))
-    return PageTree(leaves, _declared(doc, root))
+            path.append(node)
+            stack.extend((kid, depth + 1) for kid in reversed(known[node]))
+    return PageTree(leaves, _declared(doc, root), len(shared))
+
+
+def _children(doc: pymupdf.Document, node: int) -> list[int] | None:
+    """A page node's kids, or None for a page; refuses a node missing from the file."""
+    if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
+        raise BadPageTree("a page or page node is missing from the file (truncated?)")
+    kids = _kids(doc, node)
+    return None if _is_leaf(doc, node, kids) else (kids or [])

@@ -93,7 +93,7 @@ def stage(
         report_id = report_id_for(source_name, month)
         revision = revision_for(report_id, digest, settings.extractor_version)
         ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
-        staged = StagedReport(ref, checked.pages, size, superseded, False, checked.repaired)
+        staged = StagedReport(ref, checked.pages, size, superseded, False, checked.facts)
         if complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []
         counts = _image_counts(path, checked.pages)
