@@ -9,6 +9,7 @@ from fixtures._trees import CATALOG, PAGE, classic_pdf, flat_tree
 from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.intake.intake import Inspection, RefusedInput, inspect_pdf
+from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker.page_tree import walk
 from report_pipeline_tests.conftest import fixture_pdf
@@ -60,6 +61,21 @@ def test_encryption_with_an_empty_user_password_is_read_and_recorded(tmp_path):
     inspection = inspect_pdf(permissions_only(tmp_path), Limits())
     assert inspection.pages == 1 and inspection.facts.encrypted is True
     assert inspection.facts.permissions == ("print", "accessibility")
+
+
+def test_an_encrypted_report_that_opens_without_a_password_is_archived_whole(
+    tmp_path, store, settings
+):
+    image = pymupdf.open(fixture_pdf("repeated_image.pdf"))
+    doc = pymupdf.open()
+    doc.insert_pdf(image, from_page=0, to_page=0)
+    path = tmp_path / "locked.pdf"
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_128, user_pw="", owner_pw="o",
+             permissions=pymupdf.PDF_PERM_PRINT)  # fmt: skip
+    manifest = run_report(store, path, settings, "inbox", "2026-10")
+    assert manifest.state == "complete" and manifest.counts.quarantined == 0
+    assert manifest.counts.archived == len(image[0].get_images(full=True)) > 0
+    assert (manifest.encrypted, manifest.permissions) == (True, ("print",))
 
 
 def test_refuse_encrypted_refuses_it_and_a_password_is_refused_always(tmp_path):
