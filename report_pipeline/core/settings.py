@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-EXTRACTOR_VERSION = "2"  # 2: every draw by any path, its origin; isolated decoding; new classes
+# 2: every draw by any path, its origin; isolated decoding; new classes. 3: every spelling of a
+# filter chain read (indirect, /F and /DP, abbreviated names), so the caps hold on all of them.
+EXTRACTOR_VERSION = "3"
 
 
 @dataclass(frozen=True)

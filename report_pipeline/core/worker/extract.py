@@ -15,17 +15,12 @@ from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker import inline, normalize, validation
 from report_pipeline.core.worker.outcome import ImageOutcome
-from report_pipeline.core.worker.pdf_pages import (
-    ImageRef,
-    components_of,
-    filters_of,
-    flate_predictor,
-)
+from report_pipeline.core.worker.pdf_pages import ImageRef, components_of, filter_chain
+from report_pipeline.core.worker.prefix import parm
 from report_pipeline.core.worker.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
 _PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
-_PARMS_ITEM = re.compile(r"<<.*?>>|null|\d+\s+\d+\s+R", re.S)
 # MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
 _ALLOCATION_FAILED = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory", re.I)
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
@@ -53,39 +48,29 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     )
 
 
-def _object(doc: pymupdf.Document, ref: str) -> str:
-    return doc.xref_object(int(ref.split()[0]), compressed=True) if ref.endswith("R") else ref
-
-
-def _decode_parms(doc: pymupdf.Document, xref: int, count: int) -> list[str]:
-    """The /DecodeParms dictionary (as text, "" for none) of each of the ``count`` filters."""
-    kind, value = doc.xref_get_key(xref, "DecodeParms")
-    value = _object(doc, value) if kind == "xref" else value
-    items = _PARMS_ITEM.findall(value) if value.lstrip().startswith("[") else [value]
-    items = [_object(doc, item) if item != "null" else "" for item in items]
-    return (items + [""] * count)[:count]
-
-
 def _check_stream(
-    doc: pymupdf.Document, xref: int, size: tuple[int, int], filters: tuple[str, ...], limits
-) -> tuple[bytes, str | None]:
-    """Size, signature, declared and header dimensions of one image stream, without decoding it."""
+    doc: pymupdf.Document, xref: int, size: tuple[int, int],
+    chain: tuple[tuple[str, ...], tuple[str, ...]], limits: Limits,
+) -> tuple[bytes, str | None]:  # fmt: skip
+    """Size, signature, declared and header dimensions of one image stream, without decoding it.
+    `chain`: its filters and their parameters (`filter_chain`)."""
+    filters, parms = chain
     validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
     signature = validation.check_codec(filters[0], raw) if filters else None
     validation.check_dimensions(*size, limits)
-    parms = _decode_parms(doc, xref, len(filters))
-    validation.check_codestream(raw, filters, parms, size, limits)
+    validation.check_codestream(raw, filters, list(parms), size, limits)
     return raw, signature
 
 
 def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
     """Every check that needs no decode, for the image and its soft mask alike."""
-    raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), ref.filters, limits)
+    chain = (ref.filters, ref.parms)
+    raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), chain, limits)
     if ref.smask:
         size = (_declared_int(doc, ref.smask, "Width"), _declared_int(doc, ref.smask, "Height"))
-        _check_stream(doc, ref.smask, size, filters_of(doc, ref.smask), limits)
+        _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
     return raw, signature
 
 
@@ -105,7 +90,7 @@ def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Imag
     if ref.filters == ("FlateDecode",):
         components = components_of(doc, ref.xref)
         if components:
-            predictor = flate_predictor(doc, ref.xref)
+            predictor = parm(ref.parms[0] if ref.parms else "", "Predictor", 1)
             expected = validation.expected_flate_bytes(ref, components, predictor)
             validation.check_flate_complete(raw, expected)
     return None

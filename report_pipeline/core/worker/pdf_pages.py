@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
+from pymupdf import mupdf
 
+from report_pipeline.core.worker.codestream import canonical
 from report_pipeline.core.worker.drawn import Draw, TooManyDraws, page_draws
 
 MAX_DRAWS_PER_PAGE = 10_000
@@ -32,9 +34,10 @@ class ImageRef:
     width: int
     height: int
     bpc: int
-    filters: tuple[str, ...]
+    filters: tuple[str, ...]  # canonical names, outermost first (`filter_chain`)
     origin: str = "xobject"
     inline: object = field(default=None, compare=False, repr=False)
+    parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
 
 
 class TooManyImages(Exception):
@@ -45,9 +48,44 @@ def open_pdf(path: Path) -> pymupdf.Document:
     return pymupdf.open(path, filetype="pdf")
 
 
-def filters_of(doc: pymupdf.Document, xref: int) -> tuple[str, ...]:
-    kind, value = doc.xref_get_key(xref, "Filter")
-    return tuple(_NAMES.findall(value)) if kind in {"name", "array"} else ()
+def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The filters MuPDF decodes a stream with, and each one's /DecodeParms as text: read from
+    the resolved object as MuPDF reads it (/Filter or its abbreviation /F, /DecodeParms or /DP,
+    a name or an array, indirect at any level), names canonical (/DCT is DCTDecode). An
+    Identity /Crypt filter, which changes nothing, is left out. So every spelling of a chain
+    meets the same caps."""
+    obj = mupdf.pdf_load_object(mupdf.pdf_document_from_fz_document(doc.this), xref)
+    filters = _items(mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_Filter, mupdf.PDF_ENUM_NAME_F))
+    parms = _items(
+        mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_DecodeParms, mupdf.PDF_ENUM_NAME_DP)
+    )
+    names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
+    texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
+    chain = [
+        (n, t) for n, t in zip(names, texts, strict=True) if not (n == "Crypt" and _identity(t))
+    ]
+    return tuple(n for n, _ in chain), tuple(t for _, t in chain)
+
+
+def _items(obj: mupdf.PdfObj) -> list[mupdf.PdfObj]:
+    """A name or dictionary, or the elements of an array, each resolved; [] for none."""
+    if not obj.m_internal or mupdf.pdf_is_null(obj):
+        return []
+    if mupdf.pdf_is_array(obj):  # resolves an indirect array itself
+        return [mupdf.pdf_array_get(obj, i) for i in range(mupdf.pdf_array_len(obj))]
+    return [obj]
+
+
+def _text(obj: mupdf.PdfObj) -> str:
+    obj = mupdf.pdf_resolve_indirect(obj)
+    if not mupdf.pdf_is_dict(obj):
+        return ""
+    return pymupdf.JM_UnicodeFromBuffer(pymupdf.JM_object_to_buffer(obj, 1, 0))
+
+
+def _identity(parms: str) -> bool:
+    name = re.search(r"/Name\s*/(\w+)", parms)
+    return name is None or name.group(1) == "Identity"
 
 
 def page_images(doc: pymupdf.Document, page_number: int) -> list[ImageRef]:
@@ -70,9 +108,10 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     xref = draw.xref
     smask = doc.xref_get_key(xref, "SMask")
     width, height, bpc = (_int(doc, xref, key) for key in ("Width", "Height", "BitsPerComponent"))
+    filters, parms = filter_chain(doc, xref)
     return ImageRef(
         page, index, xref, int(smask[1].split()[0]) if smask[0] == "xref" else 0,
-        width, height, bpc, filters_of(doc, xref), draw.origin,
+        width, height, bpc, filters, draw.origin, parms=parms,
     )  # fmt: skip
 
 
@@ -115,8 +154,3 @@ def components_of(doc: pymupdf.Document, xref: int) -> int | None:
         inner = re.search(r"\[\s*/DeviceN\s*\[([^\]]*)\]", value)
         return len(_NAMES.findall(inner.group(1))) if inner else None
     return _COMPONENTS.get(names[0])
-
-
-def flate_predictor(doc: pymupdf.Document, xref: int) -> int:
-    match = re.search(r"/Predictor\s+(\d+)", doc.xref_get_key(xref, "DecodeParms")[1])
-    return int(match.group(1)) if match else 1
