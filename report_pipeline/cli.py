@@ -27,7 +27,7 @@ SUBMIT_CLASSES = {
     "size": (13, ("too_large",)),
     "signature": (14, ("not_pdf",)),
     "pages": (15, ("too_many_pages", "empty")),
-    "unreadable": (16, ("encrypted", "damaged", "unreadable", "inspection_failed")),
+    "unreadable": (16, ("encrypted", "damaged", "damaged_xref", "unreadable", "inspection_failed")),
     "page_tree": (17, ("page_count_mismatch", "bad_page_tree")),
 }
 EXIT_DAGSTER = 20

@@ -169,6 +169,8 @@ def counted_tree(doc: pymupdf.Document) -> page_tree.PageTree:
     (from /Count) agree."""
     try:
         tree = page_tree.walk(doc)
+    except page_tree.NoCatalog as lost:
+        raise RefusedInput("damaged_xref", f"PDF cross-reference data is damaged: {lost}") from None
     except page_tree.BadPageTree as bad:
         raise RefusedInput("bad_page_tree", f"PDF page tree is malformed: {bad}") from None
     try:

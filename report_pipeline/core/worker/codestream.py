@@ -174,4 +174,20 @@ def _check_region(data: bytes, start: int, page: tuple[int, int | None]) -> None
         )
 
 
+def jbig2_global_sizes(data: bytes) -> list[tuple[int, int]]:
+    """The sizes a /JBIG2Globals stream states: of any page information (48) or region segment
+    in it. MuPDF allocates them as it reads the globals, so they meet the caps too (a striped
+    height, 0xFFFFFFFF, counts as 0)."""
+    i, sizes = 0, []
+    while i < len(data):
+        kind, start, length = jbig2_segment(data, i)
+        if kind == 48 or kind in JBIG2_REGIONS:
+            width, height = _be(data, start, 4, "JBIG2 size"), _be(data, start + 4, 4, "JBIG2 size")
+            sizes.append((width, 0 if height == 0xFFFFFFFF else height))
+        if length == 0xFFFFFFFF:
+            break
+        i = start + length
+    return sizes
+
+
 SIZES = {"DCTDecode": jpeg_size, "JPXDecode": jpx_size, "JBIG2Decode": jbig2_size}

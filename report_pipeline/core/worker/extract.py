@@ -13,10 +13,10 @@ from PIL import Image
 
 from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
-from report_pipeline.core.worker import inline, normalize, validation
+from report_pipeline.core.worker import codestream, inline, normalize, validation
 from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import ImageRef, components_of, filter_chain
-from report_pipeline.core.worker.prefix import parm
+from report_pipeline.core.worker.prefix import decode_prefix, parm
 from report_pipeline.core.worker.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
@@ -61,17 +61,52 @@ def _check_stream(
     signature = validation.check_codec(filters[0], raw) if filters else None
     validation.check_dimensions(*size, limits)
     validation.check_codestream(raw, filters, list(parms), size, limits)
+    if filters and filters[-1] == "JBIG2Decode":
+        _check_jbig2_globals(doc, parms[-1], limits)
     return raw, signature
+
+
+def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> None:
+    """A /JBIG2Globals stream is decoded with the image: its stated sizes meet the caps."""
+    found = re.search(r"/JBIG2Globals\s+(\d+)\s+\d+\s+R", parms)
+    if not found or not doc.xref_is_stream(int(found.group(1))):
+        return
+    xref = int(found.group(1))
+    validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
+    raw = doc.xref_stream_raw(xref)
+    validation.check_size(len(raw), limits)
+    data, _ = decode_prefix(raw, *filter_chain(doc, xref))  # bounded, whatever it inflates to
+    for width, height in codestream.jbig2_global_sizes(data):
+        validation.check_dimensions(width, max(height, 1), limits)
 
 
 def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[bytes, str | None]:
     """Every check that needs no decode, for the image and its soft mask alike."""
+    _check_declared_size(doc, ref.xref)
     chain = (ref.filters, ref.parms)
     raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), chain, limits)
+    if ref.smask and not doc.xref_is_stream(ref.smask):
+        raise Quarantined("bad_mask_reference", "its /SMask is not an image stream")
     if ref.smask:
         size = (_declared_int(doc, ref.smask, "Width"), _declared_int(doc, ref.smask, "Height"))
         _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
     return raw, signature
+
+
+def _check_declared_size(doc: pymupdf.Document, xref: int) -> None:
+    """/Width and /Height must be integers (directly or by reference): say which is not."""
+    for key in ("Width", "Height"):
+        kind, value = doc.xref_get_key(xref, key)
+        if kind != "int" and _resolved_int(doc, kind, value) is None:
+            shown = repr(float(value)) if kind == "float" else value if kind != "xref" else kind
+            raise Quarantined("bad_dimensions", f"/{key} {shown} is not an integer")
+
+
+def _resolved_int(doc: pymupdf.Document, kind: str, value: str) -> int | None:
+    if kind == "xref":
+        text = doc.xref_object(int(value.split()[0]), compressed=True).strip()
+        return int(text) if re.fullmatch(r"-?\d+", text) else None
+    return None
 
 
 def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:

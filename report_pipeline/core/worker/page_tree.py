@@ -25,6 +25,11 @@ class BadPageTree(Exception):
     """The page tree cannot be walked: a cycle, too deep, too large, or not a tree of pages."""
 
 
+class NoCatalog(BadPageTree):
+    """The trailer's document catalog is not in the file: its cross-reference data is damaged
+    beyond what MuPDF's repair recovers."""
+
+
 @dataclass(frozen=True)
 class PageTree:
     leaves: int  # pages found by walking /Kids (a shared page once per reference)
@@ -61,7 +66,9 @@ def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
 
 def _root(doc: pymupdf.Document) -> int:
     catalog = doc.pdf_catalog()
-    root = _ref(*doc.xref_get_key(catalog, "Pages")) if catalog > 0 else None
+    if not 0 < catalog < doc.xref_length() or not doc.xref_get_keys(catalog):
+        raise NoCatalog("the document catalog cannot be found")
+    root = _ref(*doc.xref_get_key(catalog, "Pages"))
     if root is None:
         raise BadPageTree("the catalog has no /Pages reference")
     return root

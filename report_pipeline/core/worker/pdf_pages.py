@@ -116,8 +116,12 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
 
 
 def _int(doc: pymupdf.Document, xref: int, key: str) -> int:
-    kind, value = doc.xref_get_key(xref, key)
-    return int(value) if kind == "int" else (1 if key == "BitsPerComponent" else -1)
+    """An integer entry, also by reference; -1 (1 for /BitsPerComponent) when it is none."""
+    kind, value = _resolve(doc, *doc.xref_get_key(xref, key))
+    value = value.strip()
+    if kind in {"int", "object"} and re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return 1 if key == "BitsPerComponent" else -1
 
 
 def count_images(doc: pymupdf.Document) -> list[tuple[int, int]]:

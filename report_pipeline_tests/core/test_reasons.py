@@ -1,0 +1,56 @@
+"""Reasons that say what happened (fixtures/_reasons.py): a mask reference that is no stream, a
+size that is no integer, a /JBIG2Globals page over the caps, a lost document catalog."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from fixtures import _reasons as reasons
+from fixtures._trees import CATALOG, PAGE, classic_pdf
+from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.settings import Limits, WorkerSettings
+
+
+def test_each_case_gets_the_reason_that_names_its_flaw(run_fixture):
+    manifest = run_fixture("misleading_reasons.pdf")
+    assert manifest.state == "complete"
+    for child, (name, (state, reason, detail)) in zip(
+        manifest.children, reasons.OUTCOMES.items(), strict=True
+    ):
+        assert (child.state, child.quarantine_reason) == (state, reason), name
+        assert detail is None or detail in child.quarantine_detail, (name, child)
+    by_reference = manifest.children[1]
+    assert (by_reference.width, by_reference.height) == (64, 48)  # read through the reference
+
+
+def test_a_width_that_is_a_real_number_is_named_in_the_reason(tmp_path, store):
+    pixels = zlib.compress(bytes(64 * 48), 9)
+    image = (b"<</Type/XObject/Subtype/Image/Width 8.0/Height 48/ColorSpace/DeviceGray"
+             b"/BitsPerComponent 8/Filter/FlateDecode/Length %d>>\nstream\n%s\nendstream"
+             % (len(pixels), pixels))  # fmt: skip
+    page = (b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents 5 0 R"
+            b"/Resources<</XObject<</Im 4 0 R>>>>>>")  # fmt: skip
+    content = b"q 100 0 0 100 0 0 cm /Im Do Q"
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", page, image,
+               b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content)]  # fmt: skip
+    path = tmp_path / "real_width.pdf"
+    path.write_bytes(classic_pdf(objects))
+    manifest = run_report(store, path, WorkerSettings(tmp_path / "w"), "inbox", "2026-10")
+    (child,) = manifest.children
+    assert (child.quarantine_reason, child.quarantine_detail) == (
+        "bad_dimensions", "/Width 8.0 is not an integer",
+    )  # fmt: skip
+
+
+def test_a_lost_document_catalog_is_damaged_cross_reference_data(tmp_path):
+    path = tmp_path / "lost.pdf"
+    path.write_bytes(classic_pdf([CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE], root=9))
+    with pytest.raises(RefusedInput) as refused:
+        inspect_pdf(path, Limits())
+    assert refused.value.code == "damaged_xref"
+    assert refused.value.message == (
+        "PDF cross-reference data is damaged: the document catalog cannot be found"
+    )
