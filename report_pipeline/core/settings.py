@@ -86,13 +86,23 @@ class TaskSizing:
 class DecodeSettings:
     processes: int = 0  # pool size; 0: one per core
     memory_bytes: int = 1536 * 1024 * 1024
-    image_seconds: float = 120.0  # wall time one image may take
+    # Wall time one image may take: `image_floor_seconds` plus `seconds_per_megapixel` of its
+    # declared size, at most `image_seconds`, so a small image cannot burn minutes.
+    image_seconds: float = 120.0
+    image_floor_seconds: float = 10.0
+    seconds_per_megapixel: float = 1.0
     report_cpu_seconds: float = 1800.0  # CPU a whole report may take, shared out to its tasks
     min_task_cpu_seconds: float = 60.0  # the least a task gets, whatever its share
     isolated: bool = True  # False: decode in this process (the benchmark's plain loop only)
 
     def pool_size(self) -> int:
         return self.processes or os.cpu_count() or 1
+
+    def image_budget(self, width: int, height: int) -> float:
+        """Wall seconds one image of this declared size may take to decode."""
+        pixels = max(0, width) * max(0, height)
+        scaled = self.image_floor_seconds + self.seconds_per_megapixel * pixels / 1e6
+        return min(self.image_seconds, scaled)
 
 
 @dataclass(frozen=True)

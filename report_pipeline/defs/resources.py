@@ -157,7 +157,9 @@ class WorkerResource(dg.ConfigurableResource):
     target_task_units: float = TaskSizing.target_units  # see core/worker/planning.py
     decoders: int = 0  # isolated decoder processes per task; 0: one per core
     decoder_memory_mib: int = DecodeSettings.memory_bytes // 2**20
-    decode_image_seconds: float = DecodeSettings.image_seconds
+    decode_image_seconds: float = DecodeSettings.image_seconds  # the most one image may take
+    decode_image_floor_seconds: float = DecodeSettings.image_floor_seconds
+    decode_seconds_per_megapixel: float = DecodeSettings.seconds_per_megapixel
     report_cpu_seconds: float = DecodeSettings.report_cpu_seconds
 
     def settings(self) -> WorkerSettings:
@@ -169,8 +171,11 @@ class WorkerResource(dg.ConfigurableResource):
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
         root = root_path(self.work_root, "settings.work_root")
         decode = DecodeSettings(
-            self.decoders, self.decoder_memory_mib * 2**20, self.decode_image_seconds,
-            self.report_cpu_seconds,
+            processes=self.decoders, memory_bytes=self.decoder_memory_mib * 2**20,
+            image_seconds=self.decode_image_seconds,
+            image_floor_seconds=self.decode_image_floor_seconds,
+            seconds_per_megapixel=self.decode_seconds_per_megapixel,
+            report_cpu_seconds=self.report_cpu_seconds,
         )  # fmt: skip
         return WorkerSettings(root, limits, retention, decode=decode)
 

@@ -48,7 +48,21 @@ def test_an_image_that_takes_too_long_is_quarantined_and_its_decoder_killed(tmp_
     manifest = run(tmp_path, "large_dimensions.pdf", image_seconds=0.05)
     (child,) = manifest.children
     assert (child.state, child.quarantine_reason) == ("quarantined", "decode_timeout")
+    assert child.declared_type == "jpeg"  # read before the decode, kept when it times out
+    assert "budget" in child.quarantine_detail
     assert manifest.state == "complete"
+
+
+def test_the_decode_budget_grows_with_the_image_between_a_floor_and_a_ceiling(tmp_path):
+    budget = DecodeSettings(image_seconds=120, image_floor_seconds=10, seconds_per_megapixel=1)
+    assert budget.image_budget(64, 48) == pytest.approx(10.003, abs=1e-3)
+    assert budget.image_budget(2048, 2048) == pytest.approx(14.19, abs=0.01)  # not minutes
+    assert budget.image_budget(9000, 8000) == 82.0
+    assert budget.image_budget(20000, 20000) == 120  # the ceiling
+    # a small image gets the floor: large_dimensions.pdf's image with a floor of 0.05 s
+    manifest = run(tmp_path, "large_dimensions.pdf", image_floor_seconds=0.05,
+                   seconds_per_megapixel=0.0)  # fmt: skip
+    assert manifest.children[0].quarantine_reason == "decode_timeout"
 
 
 def _kill_first_child_after(delay: float, killed: list[int]) -> None:

@@ -21,6 +21,7 @@ from typing import NoReturn
 
 from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
+from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.extract import Processed, process_image
 from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import ImageRef, open_pdf, page_images
@@ -92,8 +93,9 @@ def crash_outcome(where: dict, reason: str, detail: str) -> Decoded:
     """A quarantine for the image a decoder died on (no evidence: the parent reads no bytes)."""
     now = iso(utc_now())
     page, index, origin, xref = where["page"], where["index"], where["origin"], where["xref"]
+    declared = where.get("declared_type", "unknown")  # the parent read it before the decode
     outcome = ImageOutcome(
-        page, index, "quarantined", reason, detail, "unknown", None, where["width"],
+        page, index, "quarantined", reason, detail, declared, None, where["width"],
         where["height"], None, None, 0, 0, now, now, origin, xref,
     )  # fmt: skip
     return Decoded(page, index, origin, xref, outcome, None)
@@ -101,7 +103,8 @@ def crash_outcome(where: dict, reason: str, detail: str) -> Decoded:
 
 def _where(ref: ImageRef) -> dict:
     return {"page": ref.page, "index": ref.index, "origin": ref.origin, "xref": ref.xref,
-            "width": ref.width, "height": ref.height}  # fmt: skip
+            "width": ref.width, "height": ref.height,
+            "declared_type": validation.declared_type(ref)}  # fmt: skip
 
 
 def _process(doc, ref: ImageRef, limits: Limits) -> Processed:

@@ -78,7 +78,7 @@ class _Pool:
             for key, _ in ready:
                 yield from self._read(key.data)
             for child in [c for c in self.children if c.job and time.monotonic() > c.deadline]:
-                yield from self._lost(child, "decode_timeout", "an image took too long")
+                yield from self._lost(child, "decode_timeout", self._too_long(child))
             if self.cpu_done + sum(c.cpu for c in self.children) > self.cpu_budget:
                 raise CpuBudgetExceeded(f"decoding used more than {self.cpu_budget:.0f} CPU s")
 
@@ -125,12 +125,24 @@ class _Pool:
         kind = message["t"]
         if kind == "begin":
             child.current = message
+            budget = self.settings.image_budget(message["width"], message["height"])
+            child.deadline = time.monotonic() + budget
         elif kind == "done":
             child.job, child.current = None, None
         elif kind in {"image", "repeat", "poisoned"}:
             child.current = None
             child.job = (message["page"], message["index"] + 1)
             yield decoder.decoded(message, payload, self.poisoned)
+
+    def _too_long(self, child: _Child) -> str:
+        current = child.current
+        if current is None:
+            return "finding the page's images took too long"
+        budget = self.settings.image_budget(current["width"], current["height"])
+        return (
+            f"decoding took longer than its {budget:.0f} s budget for {current['width']}x"
+            f"{current['height']}"
+        )
 
     def _death_reason(self, child: _Child) -> tuple[str, str]:
         status = self._reap(child)
