@@ -161,6 +161,8 @@ class WorkerResource(dg.ConfigurableResource):
     decode_image_floor_seconds: float = DecodeSettings.image_floor_seconds
     decode_seconds_per_megapixel: float = DecodeSettings.seconds_per_megapixel
     report_cpu_seconds: float = DecodeSettings.report_cpu_seconds
+    walk_cpu_seconds: float = DecodeSettings.walk_cpu_seconds  # finding every page's images
+    walk_seconds: float = DecodeSettings.walk_seconds
 
     def settings(self) -> WorkerSettings:
         limits = Limits(
@@ -176,6 +178,7 @@ class WorkerResource(dg.ConfigurableResource):
             image_floor_seconds=self.decode_image_floor_seconds,
             seconds_per_megapixel=self.decode_seconds_per_megapixel,
             report_cpu_seconds=self.report_cpu_seconds,
+            walk_cpu_seconds=self.walk_cpu_seconds, walk_seconds=self.walk_seconds,
         )  # fmt: skip
         return WorkerSettings(root, limits, retention, decode=decode)
 

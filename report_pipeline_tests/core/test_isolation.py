@@ -65,23 +65,26 @@ def test_the_decode_budget_grows_with_the_image_between_a_floor_and_a_ceiling(tm
     assert manifest.children[0].quarantine_reason == "decode_timeout"
 
 
-def _kill_first_child_after(delay: float, killed: list[int]) -> None:
-    """Kill the first child process of this one that lives `delay` seconds (an OOM killer)."""
-    deadline = time.monotonic() + 20
+def _kill_first_decoder_after(delay: float, killed: list[int]) -> None:
+    """Kill the first child of this process that has lived `delay` seconds (an OOM killer): the
+    decoder busy with the large image, not the planning walk's child, gone in milliseconds."""
+    deadline, born = time.monotonic() + 20, {}
     while time.monotonic() < deadline and not killed:
-        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-            children = (task / "children").read_text().split()
-            if children:
-                time.sleep(delay)
-                os.kill(int(children[0]), 9)
-                killed.append(int(children[0]))
+        now = time.monotonic()
+        alive = {pid for task in Path(f"/proc/{os.getpid()}/task").iterdir()
+                 for pid in (task / "children").read_text().split()}  # fmt: skip
+        born = {pid: born.get(pid, now) for pid in alive}
+        for pid, since in born.items():
+            if now - since >= delay:
+                os.kill(int(pid), 9)
+                killed.append(int(pid))
                 return
         time.sleep(0.005)
 
 
 def test_a_decoder_killed_mid_image_quarantines_that_image_and_the_rest_go_on(tmp_path):
     killed: list[int] = []
-    watcher = threading.Thread(target=_kill_first_child_after, args=(0.15, killed))
+    watcher = threading.Thread(target=_kill_first_decoder_after, args=(0.15, killed))
     watcher.start()
     manifest = run(tmp_path, "large_dimensions.pdf", processes=1)
     watcher.join()
@@ -108,7 +111,7 @@ def test_a_decoder_keeps_only_its_socket_no_environment_and_its_limits():
     if pid == 0:
         try:
             ours.close()
-            decoder._confine(theirs.fileno(), decoder.Confinement(256 << 20, 7))
+            decoder.confine(theirs.fileno(), decoder.Confinement(256 << 20, 7))
             import resource
 
             facts = {

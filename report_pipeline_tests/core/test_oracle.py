@@ -13,6 +13,7 @@ from collections import Counter
 import pymupdf
 import pytest
 
+from fixtures import _walks as walks
 from fixtures._paths import PATH_PAGES
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.conftest import FIXTURES
@@ -23,6 +24,7 @@ REFUSED = {  # fixtures that are refused whole, with the code that accounts for 
     "truncated_pdf.pdf": "bad_page_tree",
     "count_too_small.pdf": "page_count_mismatch",
     "count_too_large.pdf": "page_count_mismatch",
+    **walks.REASONS,  # the page walk stops at a limit: nothing is archived
 }
 
 

@@ -134,7 +134,7 @@ def decode_in_process(path: Path, pages: list[int], limits: Limits) -> Iterator[
 def child_main(sock: socket.socket, path: Path, limits: Limits, limit: Confinement) -> NoReturn:
     code = EXIT_ERROR
     try:
-        _confine(sock.fileno(), limit)
+        confine(sock.fileno(), limit)
         with open_pdf(path) as doc:
             seen: set[int] = set()
             while True:
@@ -172,7 +172,7 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _confine(keep: int, limit: Confinement) -> None:
+def confine(keep: int, limit: Confinement) -> None:
     """Only the socket stays open; no environment; memory, CPU and core dumps limited."""
     gc.disable()  # objects inherited from the parent must not be finalized here
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,6 +10,7 @@ decoded: image XObjects are looked up by name, inline images are MuPDF's parsed 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pymupdf
@@ -18,7 +19,11 @@ from pymupdf import mupdf
 from report_pipeline.core.worker.type3 import Type3Glyphs
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
-_CONTAINERS = ("Pattern", "XObject", "Font")
+# Streams run for one page (forms, patterns, soft masks, glyph procedures, each time it is
+# drawn): real pages stay in the hundreds; fan-outs (a form drawing the next twice, 23 deep) and
+# a pattern painted a million times would keep the walk busy for minutes.
+MAX_INVOCATIONS = 20_000
+_ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,14 @@ class TooManyDraws(Exception):
     """A page draws more images than the limit allows."""
 
 
+class WalkLimit(Exception):
+    """Finding a page's images stopped at a limit: the page cannot be accounted for."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
 class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
@@ -47,6 +60,15 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
         self.resources: list[mupdf.PdfObj] = []
         self.overflow = False
         self.broken_streams = 0
+        self.invocations = 0
+        self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
+        self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
+
+    def stop(self, reason: str, detail: str) -> None:
+        """End the page's walk at a limit: MuPDF's interpreter stops at its next operator."""
+        if self.stopped is None:
+            self.stopped = (reason, detail)
+        self.cookie.set_abort()
 
     # -- resources ---------------------------------------------------------------------------
     def push_resources(self, ctx, res) -> None:
@@ -96,7 +118,12 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
         """Interpret `stream` (a form, pattern, glyph or page content) with its own resources,
         falling back to the current ones, as MuPDF's renderer does."""
         number = mupdf.pdf_to_num(stream)
-        if self.overflow or len(self.path) >= MAX_NESTING or (number and number in self.active):
+        if self.overflow or self.stopped or (number and number in self.active):
+            return
+        if len(self.path) >= MAX_NESTING:
+            self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")
+            return
+        if not self.invoke():
             return
         if resources is None or not resources.m_internal:
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
@@ -110,15 +137,34 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
             self.active.pop()
             self.path.pop()
 
+    def invoke(self) -> bool:
+        """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
+        and the walk stopped, past MAX_INVOCATIONS."""
+        self.invocations += 1
+        if self.invocations > MAX_INVOCATIONS:
+            self.stop("walk_limit_exceeded", f"it runs more than {MAX_INVOCATIONS} forms, "
+                      "patterns, glyph procedures or annotations")  # fmt: skip
+        return self.stopped is None
+
     def interpret(self, resources: mupdf.PdfObj, stream: mupdf.PdfObj) -> None:
-        mupdf.pdf_process_contents(self, self.doc, resources, stream, mupdf.FzCookie())
+        mupdf.pdf_process_contents(self, self.doc, resources, stream, self.cookie)
 
     def process(self, call) -> None:
-        """A broken stream stops where MuPDF's renderer stops too; what it drew before counts."""
+        """A broken stream stops where MuPDF's renderer stops too; what it drew before counts.
+        An allocation that failed (a colour profile or font inflating past the memory limit)
+        is not a broken stream: the rest of the page was never looked at."""
         try:
             call()
-        except mupdf.FzErrorBase:
-            self.broken_streams += 1
+        except mupdf.FzErrorBase as error:
+            if allocation_failed(error):
+                self.stop("memory_limit", "it needs more memory than the walk may use")
+            else:
+                self.broken_streams += 1
+
+
+def allocation_failed(error: Exception) -> bool:
+    """MuPDF's error for an allocation that failed (under a confined child's address space)."""
+    return any(word in str(error).lower() for word in _ALLOCATION_FAILED)
 
 
 def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> list[Draw]:
@@ -131,34 +177,34 @@ def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> list[Draw
     if contents.m_internal:
         _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
     for annot in _annotations(pdf_page):
+        if not finder.invoke():
+            break
         finder.path.append("annotation")
         try:
-            finder.process(lambda a=annot: mupdf.pdf_process_annot(finder, a, mupdf.FzCookie()))
+            finder.process(lambda a=annot: mupdf.pdf_process_annot(finder, a, finder.cookie))
         finally:
             finder.path.pop()
     finder.process(lambda: mupdf.pdf_close_processor(finder))
     if finder.overflow:
         raise TooManyDraws(f"page {page_number} draws more than {limit} images")
+    if finder.stopped:
+        raise WalkLimit(*finder.stopped)
     return finder.draws
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
     finder.resources.append(resources)
     finder.process(
-        lambda: mupdf.pdf_process_contents(
-            finder, finder.doc, resources, contents, mupdf.FzCookie()
-        )
+        lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie)
     )
 
 
-def _annotations(pdf_page: mupdf.PdfPage) -> list[mupdf.PdfAnnot]:
-    found = []
+def _annotations(pdf_page: mupdf.PdfPage) -> Iterator[mupdf.PdfAnnot]:
     for first, following in (
         (mupdf.pdf_first_annot, mupdf.pdf_next_annot),
         (mupdf.pdf_first_widget, mupdf.pdf_next_widget),
     ):
         annot = first(pdf_page)
         while annot.m_internal:
-            found.append(annot)
+            yield annot
             annot = following(annot)
-    return found

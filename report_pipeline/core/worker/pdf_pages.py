@@ -124,18 +124,6 @@ def _int(doc: pymupdf.Document, xref: int, key: str) -> int:
     return 1 if key == "BitsPerComponent" else -1
 
 
-def count_images(doc: pymupdf.Document) -> list[tuple[int, int]]:
-    """Per page: (image draws, declared pixels), for planning tasks and the expected counts."""
-    counts, total = [], 0
-    for number in range(1, doc.page_count + 1):
-        refs = page_images(doc, number)
-        total += len(refs)
-        if total > MAX_DRAWS_PER_REPORT:
-            raise TooManyImages(f"the report draws more than {MAX_DRAWS_PER_REPORT} images")
-        counts.append((len(refs), sum(max(0, r.width) * max(0, r.height) for r in refs)))
-    return counts
-
-
 def _resolve(doc: pymupdf.Document, kind: str, value: str) -> tuple[str, str]:
     if kind == "xref":
         return "object", doc.xref_object(int(value.split()[0]), compressed=True)

@@ -15,7 +15,6 @@ from pathlib import Path
 from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive.records import Manifest, OutcomeRecord
 from report_pipeline.core.intake.intake import (
-    INSPECTION_FAILED,
     RefusedInput,
     inspect_pdf,
     report_id_for,
@@ -33,13 +32,13 @@ from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import TaskSizing, WorkerSettings
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
+from report_pipeline.core.worker import walk
 from report_pipeline.core.worker.isolation import (
     CpuBudgetExceeded,
     decode_pages,
     peak_child_rss_kib,
 )
 from report_pipeline.core.worker.outcome import ImageOutcome
-from report_pipeline.core.worker.pdf_pages import TooManyImages, count_images, open_pdf
 from report_pipeline.core.worker.plan_store import plan
 from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
 
@@ -96,26 +95,19 @@ def stage(
         staged = StagedReport(ref, checked.pages, size, superseded, False, checked.facts)
         if complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []
-        counts = _image_counts(path, checked.pages)
+        counts = _image_counts(path, checked.pages, settings)
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
     return staged, plan(store, ref, counts, pages_per_task, target_units, settings.decode)
 
 
-def _image_counts(path: Path, pages: int) -> list[tuple[int, int]]:
-    """Per page (images, pixels) for planning; every page intake counted must be listed."""
+def _image_counts(path: Path, pages: int, settings: WorkerSettings) -> list[tuple[int, int]]:
+    """Per page (images, pixels) for planning, found in a confined child (core/worker/walk.py);
+    every page intake counted must be listed."""
     try:
-        with open_pdf(path) as doc:
-            counts = count_images(doc)
-    except TooManyImages as exc:
-        raise RefusedInput("too_many_images", str(exc)) from None
-    except Exception as error:
-        raise RefusedInput(
-            INSPECTION_FAILED, f"PDF pages could not be read ({type(error).__name__})"
-        ) from None
-    if len(counts) != pages:
-        raise RefusedInput("page_count_mismatch", f"PDF lists {len(counts)} of its {pages} pages")
-    return counts
+        return walk.image_counts(path, pages, settings.decode)
+    except walk.WalkFailed as failed:
+        raise RefusedInput(failed.reason, failed.message) from None
 
 
 def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) -> str | None:

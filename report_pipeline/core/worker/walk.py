@@ -1,0 +1,152 @@
+"""Finding the images every page draws, for planning, confined like the decoders.
+
+The walk interprets each page's content streams, forms, patterns, glyph procedures and
+annotations (`drawn`), and a hostile file can make that as costly as a decode: a colour profile
+or font that inflates to gigabytes, hundreds of thousands of form fields, forms that fan out
+exponentially. So it runs in one forked child under the decoders' confinement (address space,
+CPU, no descriptors but its socket, no environment), with a wall-clock deadline, and its own
+limits (`drawn.MAX_INVOCATIONS`, `drawn.MAX_NESTING`). The parent reads only JSON from it.
+
+A page whose walk hits a limit ends the walk with a reason that names the page
+(`WalkFailed`): `walk_limit_exceeded`, `too_deep`, `memory_limit`, `walk_timeout` (CPU or wall
+time), `too_many_images`, or `inspection_failed`; staging refuses the report with it. Nothing is
+archived for a report whose pages cannot all be accounted for.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import NoReturn
+
+from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.worker import decoder
+from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
+from report_pipeline.core.worker.pdf_pages import (
+    MAX_DRAWS_PER_REPORT,
+    TooManyImages,
+    open_pdf,
+    page_images,
+)
+
+
+class WalkFailed(Exception):
+    """A page's walk could not finish: a stable reason and a message that names the page."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.message = reason, message
+
+
+def image_counts(path: Path, pages: int, settings: DecodeSettings) -> list[tuple[int, int]]:
+    """Per page (image draws, declared pixels), walked in a confined child; refuses the report
+    when a page's walk cannot finish."""
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        ours.close()
+        _child(theirs, path, settings)
+    theirs.close()
+    try:
+        return _collect(ours, pid, pages, settings)
+    finally:
+        ours.close()
+
+
+def _collect(
+    sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
+) -> list[tuple[int, int]]:
+    counts: list[tuple[int, int]] = []
+    deadline = time.monotonic() + settings.walk_seconds
+    with selectors.DefaultSelector() as selector:
+        selector.register(sock, selectors.EVENT_READ)
+        while len(counts) < pages:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                os.kill(pid, signal.SIGKILL)
+                _reap(pid)
+                raise _refused(len(counts) + 1, "walk_timeout",
+                               f"it took longer than {settings.walk_seconds:.0f} s")  # fmt: skip
+            try:
+                message, _ = decoder.receive(sock)
+            except (OSError, ValueError, decoder.ChildGone):
+                status = _reap(pid)
+                if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:  # fewer pages than
+                    raise WalkFailed(
+                        "page_count_mismatch",  # intake counted
+                        f"PDF lists {len(counts)} of its {pages} pages",
+                    ) from None
+                raise _refused(len(counts) + 1, *_death(status, settings)) from None
+            if message["t"] == "failed":
+                _reap(pid)
+                raise _refused(message["page"], message["reason"], message["detail"])
+            counts.append((message["images"], message["pixels"]))
+    _reap(pid)
+    return counts
+
+
+def _refused(page: int, reason: str, detail: str) -> WalkFailed:
+    return WalkFailed(reason, f"finding the images of page {page} stopped: {detail}")
+
+
+def _death(status: int, settings: DecodeSettings) -> tuple[str, str]:
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return "walk_timeout", f"it used more than {settings.walk_cpu_seconds:.0f} s of CPU"
+    if os.WIFSIGNALED(status):
+        return "walk_failed", f"the walk died with signal {os.WTERMSIG(status)}"
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == decoder.EXIT_MEMORY:
+        return "memory_limit", "it needs more memory than the walk may use"
+    return "walk_failed", "the walk ended unexpectedly"
+
+
+def _reap(pid: int) -> int:
+    return os.waitpid(pid, 0)[1]
+
+
+def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoReturn:
+    code = decoder.EXIT_ERROR
+    try:
+        decoder.confine(sock.fileno(), decoder.Confinement(
+            settings.memory_bytes, max(1, int(settings.walk_cpu_seconds))))  # fmt: skip
+        with open_pdf(path) as doc:
+            _walk(sock, doc)
+        code = 0
+    except MemoryError:
+        code = decoder.EXIT_MEMORY
+    finally:
+        os._exit(code)
+
+
+def _walk(sock: socket.socket, doc) -> None:
+    total = 0
+    for number in range(1, doc.page_count + 1):
+        try:
+            refs = page_images(doc, number)
+        except MemoryError:
+            raise
+        except Exception as error:  # a limit, or whatever MuPDF raises on a page it cannot read
+            reason, detail = _limit(error)
+            decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
+                                "detail": detail})  # fmt: skip
+            return
+        total += len(refs)
+        if total > MAX_DRAWS_PER_REPORT:
+            decoder.send(sock, {"t": "failed", "page": number, "reason": "too_many_images",
+                                "detail": f"the report draws more than {MAX_DRAWS_PER_REPORT} "
+                                "images"})  # fmt: skip
+            return
+        pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
+        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels})
+
+
+def _limit(error: Exception) -> tuple[str, str]:
+    if isinstance(error, WalkLimit):
+        return error.reason, error.detail
+    if isinstance(error, TooManyImages):
+        return "too_many_images", str(error)
+    if allocation_failed(error):
+        return "memory_limit", "it needs more memory than the walk may use"
+    return "inspection_failed", f"the page could not be read ({type(error).__name__})"

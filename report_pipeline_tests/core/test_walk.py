@@ -1,0 +1,81 @@
+"""The page walk (finding what each page draws) is confined like the decoders, and bounded:
+fan-outs, deep nesting, patterns painted again and again and floods of form fields end with a
+reason that names the page, in bounded time (fixtures/_walks.py)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fixtures import _walks as walks
+from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.settings import DecodeSettings, WorkerSettings
+from report_pipeline.core.worker import walk
+from report_pipeline_tests.conftest import fixture_pdf
+
+
+@pytest.mark.parametrize("name", sorted(walks.REASONS))
+def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name, store, settings):
+    before = os.times()
+    started = time.monotonic()
+    with pytest.raises(RefusedInput) as refused:
+        run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+    cpu = sum(os.times()[:4]) - sum(before[:4])
+    assert refused.value.code == walks.REASONS[name]
+    assert refused.value.message.startswith("finding the images of page 1 stopped: ")
+    assert time.monotonic() - started < 60 and cpu < 60
+    assert list(store.list("archive")) == []  # nothing archived for a report it cannot account
+
+
+def test_the_walk_runs_outside_the_run_process(store, settings):
+    """Planning the monthly report: the parent's own peak memory does not grow with the walk."""
+    counts = walk.image_counts(fixture_pdf("monthly_report.pdf"), 140, settings.decode)
+    assert len(counts) == 140 and sum(images for images, _ in counts) == 423
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
+
+
+MEMORY_PROBE = """
+import sys
+from pathlib import Path
+from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.worker import walk
+try:
+    walk.image_counts(Path(sys.argv[1]), 1, DecodeSettings(memory_bytes=1 << 20))
+except walk.WalkFailed as failed:
+    print(failed.reason, failed.message, sep="|")
+"""
+
+
+def test_a_walk_past_its_memory_is_memory_limit_naming_the_page():
+    """In a fresh interpreter (a long-lived one leaves freed heap a child could reuse): 1 MiB
+    more than the fork is too little to load 25,000 form fields."""
+    probe = [sys.executable, "-c", MEMORY_PROBE, str(fixture_pdf("hostile_walk_widgets.pdf"))]
+    out = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
+    reason, message = out.split("|")
+    assert reason == "memory_limit"
+    assert message.startswith("finding the images of page 1 stopped")
+
+
+def test_a_walk_past_its_wall_time_is_stopped(tmp_path):
+    hurried = DecodeSettings(walk_seconds=0.0)
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(fixture_pdf("monthly_report.pdf"), 140, hurried)
+    assert failed.value.reason == "walk_timeout"
+
+
+def test_fewer_pages_than_intake_counted_is_a_mismatch(tmp_path):
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(fixture_pdf("repeated_image.pdf"), 99, DecodeSettings())
+    assert failed.value.reason == "page_count_mismatch"
+
+
+def test_settings_reach_the_walk(tmp_path, store):
+    settings = WorkerSettings(tmp_path / "w", decode=DecodeSettings(walk_cpu_seconds=30))
+    manifest = run_report(store, fixture_pdf("repeated_image.pdf"), settings, "inbox", "2026-10")
+    assert manifest.state == "complete"
