@@ -3,6 +3,7 @@
 import pymupdf
 import pytest
 
+from fixtures._type3 import IMAGES
 from report_pipeline.core.worker.pdf_pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -26,3 +27,13 @@ def test_a_glyph_procedure_is_a_path_only_when_its_character_is_shown(content, d
         doc.update_stream(page.get_contents()[0], content)
         refs = page_images(doc, TYPE3_PAGE)
     assert [r.origin for r in refs] == ["type3/xobject"] * drawn
+
+
+def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(run_fixture):
+    """type3_cases.pdf (fixtures/_type3.py): two direct font dictionaries each showing `a`; a
+    /BaseEncoding without /Differences; a font set by `gs`. Every glyph image is a record."""
+    with pymupdf.open(fixture_pdf("type3_cases.pdf")) as doc:
+        drawn = [len(page_images(doc, n)) for n in range(1, doc.page_count + 1)]
+    assert tuple(drawn) == IMAGES
+    manifest = run_fixture("type3_cases.pdf")
+    assert manifest.state == "complete" and manifest.counts.archived == sum(IMAGES)

@@ -2,7 +2,9 @@
 
 A mixin for `drawn.DrawFinder`, which provides `run` and `_lookup`. MuPDF hands a shown
 string's bytes over as surrogate-escaped text; each character code names its glyph procedure
-through the font's /Encoding /Differences.
+through the font's /Encoding: its /Differences, else its /BaseEncoding (a standard encoding's
+printable ASCII names). A font is selected by `Tf` or by an ExtGState's /Font (`gs`), and told
+apart by its object, or for a direct dictionary by the dictionary itself.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pymupdf import mupdf
 
 class Type3Glyphs:
     font: mupdf.PdfObj | None = None  # the Type3 font selected, if one is
+    gs_font: mupdf.PdfObj | None = None  # an ExtGState's /Font, until its Tf comes
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.saved_fonts: list[mupdf.PdfObj | None] = []  # q/Q save and restore the font
         self.glyphs_done: set[tuple[int, str]] = set()
+        self.use_virtual_op_gs_begin()  # an ExtGState may set the font too
 
     def op_q(self, ctx) -> None:
         self.saved_fonts.append(self.font)
@@ -25,8 +29,19 @@ class Type3Glyphs:
         self.font = self.saved_fonts.pop() if self.saved_fonts else None
 
     def op_Tf(self, ctx, name, font, size) -> None:
-        obj = self._lookup("Font", name)
-        subtype = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype) if obj else None
+        # an ExtGState's /Font comes as Tf too, named "ExtGState": op_gs_begin read the font
+        gs_font, self.gs_font = self.gs_font, None
+        self._select(gs_font if name == "ExtGState" else self._lookup("Font", name))
+
+    def op_gs_begin(self, ctx, name, extgstate) -> None:
+        state = mupdf.PdfObj(mupdf.ll_pdf_keep_obj(extgstate))
+        font = mupdf.pdf_dict_get(state, mupdf.PDF_ENUM_NAME_Font)  # [font size]
+        if font.m_internal and mupdf.pdf_is_array(font):
+            self.gs_font = mupdf.pdf_resolve_indirect(mupdf.pdf_array_get(font, 0))
+
+    def _select(self, obj: mupdf.PdfObj | None) -> None:
+        ok = obj is not None and obj.m_internal and mupdf.pdf_is_dict(obj)
+        subtype = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype) if ok else None
         is_type3 = subtype is not None and mupdf.pdf_to_name(subtype) == "Type3"
         self.font = obj if is_type3 else None
         if is_type3:
@@ -58,7 +73,8 @@ class Type3Glyphs:
     def _show(self, text: str) -> None:
         if self.font is None:
             return
-        font, number = self.font, mupdf.pdf_to_num(self.font)
+        font = self.font
+        number = mupdf.pdf_to_num(font) or -mupdf.pdf_resolve_indirect(font).m_internal_value()
         procs = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_CharProcs)
         own = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_Resources)
         for code in set(text.encode("utf-8", "surrogateescape")):
@@ -72,10 +88,15 @@ class Type3Glyphs:
 
 
 def _glyph_name(font: mupdf.PdfObj, code: int) -> str:
-    """The glyph a Type3 font's /Encoding /Differences gives a character code ("" for none)."""
+    """The glyph a Type3 font's /Encoding gives a character code ("" for none): its
+    /Differences, else its /BaseEncoding (or the encoding named instead of a dictionary)."""
     encoding = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_Encoding)
+    if encoding.m_internal and mupdf.pdf_is_name(encoding):
+        return _standard_name(mupdf.pdf_to_name(encoding), code)
+    base = mupdf.pdf_dict_get(encoding, mupdf.PDF_ENUM_NAME_BaseEncoding)
+    name = _standard_name(mupdf.pdf_to_name(base), code) if base.m_internal else ""
     differences = mupdf.pdf_dict_get(encoding, mupdf.PDF_ENUM_NAME_Differences)
-    name, at = "", -1
+    at = -1
     for i in range(mupdf.pdf_array_len(differences) if differences.m_internal else 0):
         item = mupdf.pdf_array_get(differences, i)
         if mupdf.pdf_is_int(item):
@@ -85,3 +106,32 @@ def _glyph_name(font: mupdf.PdfObj, code: int) -> str:
             name = mupdf.pdf_to_name(item)
         at += 1
     return name
+
+
+_PUNCTUATION = {  # the printable ASCII codes every standard encoding names alike, but letters
+    " ": "space", "!": "exclam", '"': "quotedbl", "#": "numbersign", "$": "dollar",
+    "%": "percent", "&": "ampersand", "(": "parenleft", ")": "parenright", "*": "asterisk",
+    "+": "plus", ",": "comma", "-": "hyphen", ".": "period", "/": "slash", ":": "colon",
+    ";": "semicolon", "<": "less", "=": "equal", ">": "greater", "?": "question", "@": "at",
+    "[": "bracketleft", "\\": "backslash", "]": "bracketright", "^": "asciicircum",
+    "_": "underscore", "{": "braceleft", "|": "bar", "}": "braceright", "~": "asciitilde",
+}  # fmt: skip
+_DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_QUOTES = {  # 0x27 and 0x60 differ between the standard encodings
+    "StandardEncoding": ("quoteright", "quoteleft"),
+    "WinAnsiEncoding": ("quotesingle", "grave"),
+    "MacRomanEncoding": ("quotesingle", "grave"),
+    "MacExpertEncoding": ("", ""),
+}
+
+
+def _standard_name(encoding: str, code: int) -> str:
+    """A standard encoding's glyph name for a printable ASCII code ("" beyond those)."""
+    if encoding not in _QUOTES or not 0x20 <= code <= 0x7E:
+        return ""
+    if code in (0x27, 0x60):
+        return _QUOTES[encoding][code == 0x60]
+    char = chr(code)
+    if char.isalpha():
+        return char
+    return _DIGITS[code - 0x30] if char.isdigit() else _PUNCTUATION[char]
