@@ -79,3 +79,17 @@ def test_settings_reach_the_walk(tmp_path, store):
     settings = WorkerSettings(tmp_path / "w", decode=DecodeSettings(walk_cpu_seconds=30))
     manifest = run_report(store, fixture_pdf("repeated_image.pdf"), settings, "inbox", "2026-10")
     assert manifest.state == "complete"
+
+
+def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, settings):
+    """odd_names.pdf draws /A, /Im#FF and /B: all three are records, nothing on stderr."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
+         "from report_pipeline.core.worker.pdf_pages import open_pdf, page_images; "
+         "print(len(page_images(open_pdf(Path(sys.argv[1])), 1)))",
+         str(fixture_pdf("odd_names.pdf"))],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert (out.stdout.strip(), out.stderr) == ("3", "")
+    manifest = run_report(store, fixture_pdf("odd_names.pdf"), settings, "inbox", "2026-10")
+    assert manifest.state == "complete" and manifest.counts.archived == 3

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.worker.callbacks import entry, guarded
 from report_pipeline.core.worker.type3 import Type3Glyphs
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
@@ -71,9 +72,11 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
         self.cookie.set_abort()
 
     # -- resources ---------------------------------------------------------------------------
+    @guarded
     def push_resources(self, ctx, res) -> None:
         self.resources.append(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(res)))
 
+    @guarded
     def pop_resources(self, ctx):
         if self.resources:
             self.resources.pop()
@@ -82,9 +85,7 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
     def _lookup(self, kind: str, name: str) -> mupdf.PdfObj | None:
         if not self.resources:
             return None
-        table = mupdf.pdf_dict_gets(self.resources[-1], kind)
-        obj = mupdf.pdf_dict_gets(table, name) if table.m_internal else table
-        return obj if obj.m_internal else None
+        return entry(mupdf.pdf_dict_gets(self.resources[-1], kind), name)
 
     # -- what is drawn ---------------------------------------------------------------------
     def _record(self, kind: str, xref: int, inline: object = None) -> None:
@@ -93,19 +94,24 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
             return
         self.draws.append(Draw("/".join([*self.path, kind]), xref, inline))
 
+    @guarded
     def op_Do_image(self, ctx, name, image) -> None:
         obj = self._lookup("XObject", name)
         self._record("xobject", mupdf.pdf_to_num(obj) if obj else 0)
 
+    @guarded
     def op_BI(self, ctx, image, colorspace_name) -> None:
         self._record("inline", 0, mupdf.FzImage(mupdf.ll_fz_keep_image(image)))
 
+    @guarded
     def op_Do_form(self, ctx, name, form) -> None:
         self.run("form", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)))
 
+    @guarded
     def op_gs_SMask(self, ctx, smask, cs, bc, luminosity, tr) -> None:
         self.run("softmask", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(smask)))
 
+    @guarded
     def op_sc_pattern(self, ctx, name, pat, n, color) -> None:
         pattern = self._lookup("Pattern", name)
         if pattern and mupdf.pdf_dict_get_int(pattern, mupdf.PDF_ENUM_NAME_PatternType) == 1:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pymupdf import mupdf
 
+from report_pipeline.core.worker.callbacks import entry, guarded
+
 
 class Type3Glyphs:
     font: mupdf.PdfObj | None = None  # the Type3 font selected, if one is
@@ -22,17 +24,21 @@ class Type3Glyphs:
         self.glyphs_done: set[tuple[int, str]] = set()
         self.use_virtual_op_gs_begin()  # an ExtGState may set the font too
 
+    @guarded
     def op_q(self, ctx) -> None:
         self.saved_fonts.append(self.font)
 
+    @guarded
     def op_Q(self, ctx) -> None:
         self.font = self.saved_fonts.pop() if self.saved_fonts else None
 
+    @guarded
     def op_Tf(self, ctx, name, font, size) -> None:
         # an ExtGState's /Font comes as Tf too, named "ExtGState": op_gs_begin read the font
         gs_font, self.gs_font = self.gs_font, None
         self._select(gs_font if name == "ExtGState" else self._lookup("Font", name))
 
+    @guarded
     def op_gs_begin(self, ctx, name, extgstate) -> None:
         state = mupdf.PdfObj(mupdf.ll_pdf_keep_obj(extgstate))
         font = mupdf.pdf_dict_get(state, mupdf.PDF_ENUM_NAME_Font)  # [font size]
@@ -54,15 +60,19 @@ class Type3Glyphs:
         for op in ("op_q", "op_Q", "op_Tj", "op_TJ", "op_squote", "op_dquote"):
             getattr(self, f"use_virtual_{op}")()
 
+    @guarded
     def op_Tj(self, ctx, string, length) -> None:
         self._show(string)
 
+    @guarded
     def op_squote(self, ctx, string, length) -> None:
         self._show(string)
 
+    @guarded
     def op_dquote(self, ctx, aw, ac, string, length) -> None:
         self._show(string)
 
+    @guarded
     def op_TJ(self, ctx, array) -> None:
         items = mupdf.PdfObj(mupdf.ll_pdf_keep_obj(array))
         for i in range(mupdf.pdf_array_len(items)):
@@ -82,8 +92,8 @@ class Type3Glyphs:
             if (number, name) in self.glyphs_done:
                 continue
             self.glyphs_done.add((number, name))
-            proc = mupdf.pdf_dict_gets(procs, name) if procs.m_internal else procs
-            if proc.m_internal:
+            proc = entry(procs, name)
+            if proc is not None:
                 self.run("type3", proc, own)
 
 
