@@ -35,7 +35,7 @@ def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name
 
 def test_the_walk_runs_outside_the_run_process(store, settings):
     """Planning the monthly report: the parent's own peak memory does not grow with the walk."""
-    counts = walk.image_counts(fixture_pdf("monthly_report.pdf"), 140, settings.decode)
+    counts = walk.image_counts(fixture_pdf("monthly_report.pdf"), 140, settings.decode).counts
     assert len(counts) == 140 and sum(images for images, _ in counts) == 423
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
 
@@ -93,3 +93,16 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
     assert (out.stdout.strip(), out.stderr) == ("3", "")
     manifest = run_report(store, fixture_pdf("odd_names.pdf"), settings, "inbox", "2026-10")
     assert manifest.state == "complete" and manifest.counts.archived == 3
+
+
+def test_a_page_whose_stream_broke_off_is_never_called_complete(run_fixture):
+    """broken_streams.pdf: page 1's form is damaged Flate data, page 2's gives up after a flood
+    of syntax errors, page 3's has one stray token MuPDF skips. Pages 1 and 2 are incomplete
+    (what their forms drew after the break is unknown), and so is the manifest."""
+    manifest = run_fixture("broken_streams.pdf")
+    assert manifest.state == "incomplete"
+    assert {row.page: (row.state, row.broken_streams) for row in manifest.pages} == {
+        1: ("incomplete", walks.BROKEN[1]), 2: ("incomplete", walks.BROKEN[2]),
+        3: ("complete", 0),
+    }  # fmt: skip
+    assert manifest.counts.archived == 7  # every image found is archived all the same

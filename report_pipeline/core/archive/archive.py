@@ -112,6 +112,7 @@ def publish(
         return existing, True
     plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
     expected = {int(page): count for page, count in plan["expected"].items()}
+    broken = {int(page): count for page, count in plan.get("broken", {}).items()}
     records: list[ChildRecord] = []
     for task in sorted(archived, key=lambda t: t.task.first_page):
         records.extend(store_json.read_children(store, task.children_key))
@@ -119,7 +120,7 @@ def publish(
     peak = max((task.peak_rss_kib for task in archived), default=0)
     manifest = mf.build_manifest(
         ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
-        staged.page_count, staged.facts,
+        staged.page_count, staged.facts, broken,
     )  # fmt: skip
     complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one

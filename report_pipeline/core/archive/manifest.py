@@ -31,15 +31,18 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
-def _page_rows(expected: dict[int, int], children: list[ChildRecord]) -> tuple[PageRow, ...]:
+def _page_rows(
+    expected: dict[int, int], children: list[ChildRecord], broken: dict[int, int]
+) -> tuple[PageRow, ...]:
+    """A page is complete when its expected images are accounted for and none of its streams
+    broke off (what a broken stream would have drawn after the break is unknown)."""
     states = Counter((c.page, c.state) for c in children)
     rows = []
     for page, count in sorted(expected.items()):
         archived, quarantined = states[(page, "archived")], states[(page, "quarantined")]
-        done = archived + quarantined == count
-        rows.append(
-            PageRow(page, count, archived, quarantined, "complete" if done else "incomplete")
-        )
+        done = archived + quarantined == count and not broken.get(page)
+        state = "complete" if done else "incomplete"
+        rows.append(PageRow(page, count, archived, quarantined, state, broken.get(page, 0)))
     return tuple(rows)
 
 
@@ -81,12 +84,15 @@ def build_manifest(
     peak_rss_kib: int = 0,
     pages: int | None = None,
     facts: SourceFacts = NO_FACTS,
+    broken: dict[int, int] | None = None,
 ) -> Manifest:
-    """The parent is complete only when archived + quarantined equals the expected count and
-    every one of the report's `pages` (as intake counted them) has its row."""
+    """The parent is complete only when archived + quarantined equals the expected count,
+    every one of the report's `pages` (as intake counted them) has its row, and no page's walk
+    met a broken stream (`broken`: page -> streams that broke off)."""
     counts = _counts(expected, children, pages)
+    rows = _page_rows(expected, children, broken or {})
     accounted = counts.archived + counts.quarantined == counts.expected
-    complete = accounted and counts.pages_unaccounted == 0
+    complete = accounted and counts.pages_unaccounted == 0 and not (broken or {})
     return Manifest(
         schema_version=SCHEMA_VERSION,
         parent_revision=ref.revision,
@@ -100,7 +106,7 @@ def build_manifest(
         deadlines=deadlines,
         counts=counts,
         metrics=_metrics(children, peak_rss_kib),
-        pages=_page_rows(expected, children),
+        pages=rows,
         children=tuple(children),
         encrypted=facts.encrypted,
         permissions=facts.permissions,

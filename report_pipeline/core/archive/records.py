@@ -100,6 +100,7 @@ class PageRow:
     archived: int
     quarantined: int
     state: str  # complete | incomplete
+    broken_streams: int = 0  # content streams that broke off: the page cannot be complete
 
 
 @dataclass(frozen=True)

@@ -68,12 +68,18 @@ def child_from_json(data: dict[str, Any]) -> ChildRecord:
 def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     """The manifest as a JSON object; a revision that has not expired has no tombstone keys."""
     document = asdict(manifest)
-    document["pages"] = list(document["pages"])
+    document["pages"] = [_without_zero_broken(row) for row in document["pages"]]
     document["children"] = [_without_absent_md5(child) for child in document["children"]]
     for key in _OPTIONAL:
         if document[key] is None:
             del document[key]
     return document
+
+
+def _without_zero_broken(row: dict[str, Any]) -> dict[str, Any]:
+    if not row.get("broken_streams"):
+        row.pop("broken_streams", None)  # a page with none: as schema 1 and 2 wrote it
+    return row
 
 
 def manifest_from_json(document: dict[str, Any]) -> Manifest:

@@ -25,6 +25,11 @@ MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, n
 # a pattern painted a million times would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
+# What MuPDF says (as a warning or a swallowed error) when it stops reading a content stream
+# early: too many syntax errors, or a filter that fails (damaged Flate data, a short stream).
+# What the stream would have drawn after that point is unknown. A single syntax error it skips
+# is not among them: the interpreter goes on after it.
+_BROKE_OFF = ("ignoring rest of", "treating as end of file", "zlib error", "premature end of")
 
 
 @dataclass(frozen=True)
@@ -173,9 +178,11 @@ def allocation_failed(error: Exception) -> bool:
     return any(word in str(error).lower() for word in _ALLOCATION_FAILED)
 
 
-def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> list[Draw]:
-    """Every image the page draws (1-based page number), in order; raises TooManyDraws past
-    `limit` draws."""
+def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> tuple[list[Draw], int]:
+    """Every image the page draws (1-based page number), in order, and how many of its streams
+    broke off (MuPDF raised, or gave up on the rest of the page): what a broken stream would
+    have drawn after the break is unknown. Raises TooManyDraws past `limit` draws."""
+    pymupdf.TOOLS.reset_mupdf_warnings()
     page = doc[page_number - 1]
     pdf_page = mupdf.pdf_page_from_fz_page(page.this)
     finder = DrawFinder(pdf_page.doc(), limit)
@@ -195,7 +202,9 @@ def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> list[Draw
         raise TooManyDraws(f"page {page_number} draws more than {limit} images")
     if finder.stopped:
         raise WalkLimit(*finder.stopped)
-    return finder.draws
+    said = pymupdf.TOOLS.mupdf_warnings().lower().splitlines()
+    broke_off = sum(any(words in line for words in _BROKE_OFF) for line in said)
+    return finder.draws, finder.broken_streams + broke_off
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:

@@ -90,14 +90,16 @@ def _identity(parms: str) -> bool:
 
 def page_images(doc: pymupdf.Document, page_number: int) -> list[ImageRef]:
     """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order."""
-    return [_ref(doc, page_number, i, d) for i, d in enumerate(_draws(doc, page_number))]
+    return walk_page(doc, page_number)[0]
 
 
-def _draws(doc: pymupdf.Document, page_number: int) -> list[Draw]:
+def walk_page(doc: pymupdf.Document, page_number: int) -> tuple[list[ImageRef], int]:
+    """`page_images`, and how many of the page's streams broke off (see `drawn.page_draws`)."""
     try:
-        return page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
+        draws, broken = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
     except TooManyDraws as exc:
         raise TooManyImages(str(exc)) from None
+    return [_ref(doc, page_number, i, d) for i, d in enumerate(draws)], broken
 
 
 def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:

@@ -23,8 +23,10 @@ def budget(share: float, decode: DecodeSettings) -> float:
 
 def plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
-    target_units: float, decode: DecodeSettings,
+    target_units: float, decode: DecodeSettings, broken: dict[int, int] | None = None,
 ) -> list[PageTask]:  # fmt: skip
+    """The revision's tasks, and its plan in the store: the images expected per page and the
+    pages whose walk met a broken stream (`broken`: they cannot be called complete)."""
     queued_at = iso(utc_now())
     groups = group_pages(counts, pages_per_task, target_units)
     units = [page_cost(*count) for count in counts]
@@ -36,7 +38,7 @@ def plan(
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
     # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
-    plan_record = {"expected": expected, "queued_at": queued_at,
+    plan_record = {"expected": expected, "queued_at": queued_at, "broken": broken or {},
                    "tasks": [task_record(task) for task in tasks]}  # fmt: skip
     store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
     return tasks

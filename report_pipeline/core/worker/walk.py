@@ -20,6 +20,7 @@ import selectors
 import signal
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,7 +31,7 @@ from report_pipeline.core.worker.pdf_pages import (
     MAX_DRAWS_PER_REPORT,
     TooManyImages,
     open_pdf,
-    page_images,
+    walk_page,
 )
 
 
@@ -42,9 +43,15 @@ class WalkFailed(Exception):
         self.reason, self.message = reason, message
 
 
-def image_counts(path: Path, pages: int, settings: DecodeSettings) -> list[tuple[int, int]]:
-    """Per page (image draws, declared pixels), walked in a confined child; refuses the report
-    when a page's walk cannot finish."""
+@dataclass(frozen=True)
+class Walked:
+    counts: list[tuple[int, int]]  # per page: (image draws, declared pixels)
+    broken: dict[int, int]  # page: streams that broke off there (what followed is unknown)
+
+
+def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
+    """Every page's image draws, declared pixels and broken streams, walked in a confined
+    child; raises WalkFailed when a page's walk cannot finish."""
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -57,10 +64,9 @@ def image_counts(path: Path, pages: int, settings: DecodeSettings) -> list[tuple
         ours.close()
 
 
-def _collect(
-    sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
-) -> list[tuple[int, int]]:
+def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
+    broken: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
         selector.register(sock, selectors.EVENT_READ)
@@ -84,8 +90,10 @@ def _collect(
                 _reap(pid)
                 raise _refused(message["page"], message["reason"], message["detail"])
             counts.append((message["images"], message["pixels"]))
+            if message["broken"]:
+                broken[len(counts)] = message["broken"]
     _reap(pid)
-    return counts
+    return Walked(counts, broken)
 
 
 def _refused(page: int, reason: str, detail: str) -> WalkFailed:
@@ -124,7 +132,7 @@ def _walk(sock: socket.socket, doc) -> None:
     total = 0
     for number in range(1, doc.page_count + 1):
         try:
-            refs = page_images(doc, number)
+            refs, broken = walk_page(doc, number)
         except MemoryError:
             raise
         except Exception as error:  # a limit, or whatever MuPDF raises on a page it cannot read
@@ -139,7 +147,7 @@ def _walk(sock: socket.socket, doc) -> None:
                                 "images"})  # fmt: skip
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
-        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels})
+        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken})
 
 
 def _limit(error: Exception) -> tuple[str, str]:

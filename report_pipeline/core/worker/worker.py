@@ -95,15 +95,17 @@ def stage(
         staged = StagedReport(ref, checked.pages, size, superseded, False, checked.facts)
         if complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []
-        counts = _image_counts(path, checked.pages, settings)
+        walked = _image_counts(path, checked.pages, settings)
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
-    return staged, plan(store, ref, counts, pages_per_task, target_units, settings.decode)
+    tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
+                 walked.broken)  # fmt: skip
+    return staged, tasks
 
 
-def _image_counts(path: Path, pages: int, settings: WorkerSettings) -> list[tuple[int, int]]:
-    """Per page (images, pixels) for planning, found in a confined child (core/worker/walk.py);
-    every page intake counted must be listed."""
+def _image_counts(path: Path, pages: int, settings: WorkerSettings) -> walk.Walked:
+    """Per page (images, pixels, broken streams) for planning, found in a confined child
+    (core/worker/walk.py); every page intake counted must be listed."""
     try:
         return walk.image_counts(path, pages, settings.decode)
     except walk.WalkFailed as failed:
