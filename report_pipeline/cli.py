@@ -221,8 +221,13 @@ def _refusal_class(refusal: str) -> tuple[str, int]:
 def _say(
     args: argparse.Namespace, code: int, message: str, status: str = "refused", **fields: str
 ) -> None:
-    if args.json:
-        print(json.dumps({"status": status, "exit_code": code, "message": message, **fields}))
+    """A refusal or an error: one line on stderr, or one JSON object with --json (on stdout,
+    except for an unexpected error, which stays on stderr so a reader of stdout never gets it
+    in place of a result)."""
+    if getattr(args, "json", False):
+        unexpected = code == EXIT_ERROR
+        print(json.dumps({"status": status, "exit_code": code, "message": message, **fields}),
+              file=sys.stderr if unexpected else sys.stdout)  # fmt: skip
     else:
         print(f"report-pipeline: {message}", file=sys.stderr)
 

@@ -67,3 +67,12 @@ def test_the_cli_refuses_a_planted_scratch_link_with_a_documented_code(
     assert main(["preview", pdf, "--out", str(tmp_path / "out")]) == EXIT_ERROR
     assert "unsafe scratch folder" in capsys.readouterr().err
     assert list(victim.iterdir()) == [] and not (tmp_path / "out").exists()
+
+
+def test_an_unexpected_error_goes_to_stderr_also_with_json(tmp_path, capsys):
+    pdf = fixture_pdf("repeated_image.pdf")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    assert main(["preview", str(pdf), "--out", str(not_a_folder), "--json"]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    assert out == "" and json.loads(err)["exit_code"] == EXIT_ERROR
