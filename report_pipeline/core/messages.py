@@ -64,6 +64,8 @@ class PageTask:
     images: int
     queued_at: str
     cpu_budget_s: float = 0.0  # CPU its decoders may use: its share of the report's budget
+    # (page, n): inline images a page begins that MuPDF never reads, recorded as quarantined
+    unread_inline: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -97,12 +97,15 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
 
 def test_a_page_whose_stream_broke_off_is_never_called_complete(run_fixture):
     """broken_streams.pdf: page 1's form is damaged Flate data, page 2's gives up after a flood
-    of syntax errors, page 3's has one stray token MuPDF skips. Pages 1 and 2 are incomplete
-    (what their forms drew after the break is unknown), and so is the manifest."""
+    of syntax errors, page 3's has one stray token MuPDF skips: pages 1 and 2 are incomplete
+    (what their forms drew after the break is unknown), and so is the manifest. Page 4's inline
+    image, cut off by the end of its stream, is a record: quarantined, and the page complete."""
     manifest = run_fixture("broken_streams.pdf")
     assert manifest.state == "incomplete"
     assert {row.page: (row.state, row.broken_streams) for row in manifest.pages} == {
         1: ("incomplete", walks.BROKEN[1]), 2: ("incomplete", walks.BROKEN[2]),
-        3: ("complete", 0),
+        3: ("complete", 0), 4: ("complete", 0),
     }  # fmt: skip
-    assert manifest.counts.archived == 7  # every image found is archived all the same
+    assert manifest.counts.archived == 8  # every image found is archived all the same
+    (cut_off,) = [c for c in manifest.children if c.state == "quarantined"]
+    assert (cut_off.page, cut_off.origin, cut_off.quarantine_reason) == (4, "inline", "truncated")

@@ -24,16 +24,23 @@ def budget(share: float, decode: DecodeSettings) -> float:
 def plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
     target_units: float, decode: DecodeSettings, broken: dict[int, int] | None = None,
+    unread: dict[int, int] | None = None,
 ) -> list[PageTask]:  # fmt: skip
-    """The revision's tasks, and its plan in the store: the images expected per page and the
-    pages whose walk met a broken stream (`broken`: they cannot be called complete)."""
+    """The revision's tasks, and its plan in the store: the images expected per page (an inline
+    image MuPDF never reads counts: it is recorded, `unread`), and the pages whose walk met a
+    broken stream (`broken`: they cannot be called complete)."""
     queued_at = iso(utc_now())
+    unread = unread or {}
+    counts = [(images + unread.get(page, 0), pixels)
+              for page, (images, pixels) in enumerate(counts, start=1)]  # fmt: skip
     groups = group_pages(counts, pages_per_task, target_units)
     units = [page_cost(*count) for count in counts]
     total = sum(units) or 1.0
     tasks = [
         PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
-                 budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode))
+                 budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode),
+                 tuple((p, n) for p, n in sorted(unread.items())
+                       if g.first_page <= p <= g.last_page))
         for g in groups
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
@@ -54,7 +61,11 @@ def task_record(task: PageTask) -> dict:
 def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
     """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
     plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
-    return [PageTask(ref, **record) for record in plan.get("tasks", [])]
+    return [
+        PageTask(ref, **{**record, "unread_inline": tuple(
+            (page, n) for page, n in record.get("unread_inline", ()))})
+        for record in plan.get("tasks", [])
+    ]  # fmt: skip
 
 
 def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:

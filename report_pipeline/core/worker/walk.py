@@ -16,6 +16,7 @@ archived for a report whose pages cannot all be accounted for.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import signal
 import socket
@@ -47,6 +48,7 @@ class WalkFailed(Exception):
 class Walked:
     counts: list[tuple[int, int]]  # per page: (image draws, declared pixels)
     broken: dict[int, int]  # page: streams that broke off there (what followed is unknown)
+    unread: dict[int, int]  # page: inline images its content begins that MuPDF never read
 
 
 def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
@@ -67,6 +69,7 @@ def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
 def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
     broken: dict[int, int] = {}
+    unread: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
         selector.register(sock, selectors.EVENT_READ)
@@ -90,10 +93,11 @@ def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
                 _reap(pid)
                 raise _refused(message["page"], message["reason"], message["detail"])
             counts.append((message["images"], message["pixels"]))
-            if message["broken"]:
-                broken[len(counts)] = message["broken"]
+            for kind, found in (("broken", broken), ("unread", unread)):
+                if message[kind]:
+                    found[len(counts)] = message[kind]
     _reap(pid)
-    return Walked(counts, broken)
+    return Walked(counts, broken, unread)
 
 
 def _refused(page: int, reason: str, detail: str) -> WalkFailed:
@@ -140,6 +144,7 @@ def _walk(sock: socket.socket, doc) -> None:
             decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
                                 "detail": detail})  # fmt: skip
             return
+        unread = _unread_inline_images(doc, number, refs)
         total += len(refs)
         if total > MAX_DRAWS_PER_REPORT:
             decoder.send(sock, {"t": "failed", "page": number, "reason": "too_many_images",
@@ -147,7 +152,21 @@ def _walk(sock: socket.socket, doc) -> None:
                                 "images"})  # fmt: skip
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
-        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken})
+        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken,
+                            "unread": unread})  # fmt: skip
+
+
+_INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token
+
+
+def _unread_inline_images(doc, number: int, refs: list) -> int:
+    """Inline images the page's own content stream begins (`BI`) that MuPDF never handed over:
+    one cut off by the end of the stream, or past an error it stopped at. Poppler lists such an
+    image; here it becomes a record, quarantined `truncated` (core/worker/worker.py), never
+    silently absent. (Counted on the page's content only, where `origin` is "inline".)"""
+    begun = len(_INLINE.findall(doc[number - 1].read_contents()))
+    read = sum(ref.origin == "inline" for ref in refs)
+    return max(0, begun - read)
 
 
 def _limit(error: Exception) -> tuple[str, str]:

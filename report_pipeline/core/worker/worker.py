@@ -99,7 +99,7 @@ def stage(
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
-                 walked.broken)  # fmt: skip
+                 walked.broken, walked.unread)  # fmt: skip
     return staged, tasks
 
 
@@ -120,6 +120,21 @@ def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) ->
     if payload:
         return task.ref.evidence_key(hashlib.sha256(payload).hexdigest())
     return None
+
+
+UNREAD_INDEX = 10_000  # after every draw MuPDF read on the page (pdf_pages.MAX_DRAWS_PER_PAGE)
+
+
+def _unread_inline(task: PageTask) -> Iterator[tuple[ImageOutcome, None, None]]:
+    """A record for each inline image the planning walk saw begun but MuPDF never read: it is
+    quarantined `truncated`, never silently absent (core/worker/walk.py)."""
+    now = iso(utc_now())
+    detail = "an inline image its content stream begins, cut off or past an error MuPDF stopped at"
+    for page, count in task.unread_inline:
+        for k in range(count):
+            yield ImageOutcome(page, UNREAD_INDEX + k, "quarantined", "truncated", detail,
+                               "inline", None, 0, 0, None, None, 0, 0, now, now, "inline"), \
+                None, None  # fmt: skip
 
 
 def extract(
@@ -183,6 +198,7 @@ def _decode(
                     known[item.xref] = (outcome, key)
             place = {"page": item.page, "index": item.index, "origin": item.origin}
             yield replace(outcome, **place, xref=item.xref), key, written.get(key or "")
+        yield from _unread_inline(task)
     except CpuBudgetExceeded as exc:
         raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "
                            f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip
