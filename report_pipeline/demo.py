@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print("The report is unchanged since the last run: nothing was extracted or written.")
     print(summary(manifest, location(store, published.manifest_key)))
     for check in checks:  # the month's checks, as its partition shows them in the UI
-        verdict = "passed" if check.passed else f"failed ({check.severity.value})"
+        said = f": {check.description}" if check.description else ""
+        verdict = "passed" if check.passed else f"failed ({check.severity.value}){said}"
         print(f"  check {check.check_name:<26} {verdict}")
     ui = "make dev-production" if deployment() == PRODUCTION else "make dev"
     print(f"Open the Dagster UI with `{ui}` (http://127.0.0.1:3000) to see the run and asset.")
