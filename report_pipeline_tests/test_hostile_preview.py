@@ -1,8 +1,10 @@
-"""Hostile files through `report-pipeline preview`, as a user would run it: each ends with a
-documented exit code and a reason, within 1.5 GiB of peak memory (the preview and its decoders),
-and nothing over the pixel cap is archived."""
+"""Hostile files through `report-pipeline preview`, as a user would run it, under a 3 GiB
+address-space limit (`ulimit -v`): each ends with a documented exit code and a reason, within
+1.5 GiB of peak memory (the preview, its page walk and its decoders) and 60 s of CPU, with no
+traceback, and nothing over the pixel cap is archived."""
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -19,22 +21,45 @@ ROOT = FIXTURES.parent.parent
 HOSTILE = sorted(
     p.name
     for p in FIXTURES.glob("*.pdf")
-    if p.name.startswith(("hostile", "count_", "pixel_bomb", "broken_", "truncated", "type_"))
+    if p.name.startswith(
+        (
+            "hostile",
+            "count_",
+            "pixel_bomb",
+            "broken_",
+            "truncated",
+            "type_",
+            "filter_",
+            "misleading_",
+            "odd_",
+            "type3_",
+        )
+    )  # fmt: skip
 )
 PEAK_LIMIT_KIB = 1536 * 1024
+ADDRESS_SPACE = 3 << 30  # as `ulimit -v 3 GiB` would set it
+CPU_LIMIT_S = 60
 DOCUMENTED_EXITS = {0, 3, 4}
 
 
-def preview(pdf, out) -> tuple[int, int, str]:
-    """Exit code, peak RSS (KiB) of the preview process and every decoder it started, stderr."""
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def preview(pdf, out) -> tuple[int, int, float, str]:
+    """Exit code, peak RSS (KiB) and CPU seconds of the preview process and every child it
+    started (page walk, decoders), and its stderr; under a 3 GiB address space."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen(
         [sys.executable, "-m", "report_pipeline.cli", "preview", str(pdf), "--out", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_limited,
     )  # fmt: skip
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss, stderr
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return process.returncode, usage.ru_maxrss, cpu, stderr
 
 
 def test_there_are_hostile_fixtures():
@@ -43,10 +68,10 @@ def test_there_are_hostile_fixtures():
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_a_hostile_file_ends_with_a_reason_in_bounded_memory(name, tmp_path):
-    code, peak_kib, stderr = preview(FIXTURES / name, tmp_path / "out")
+    code, peak_kib, cpu, stderr = preview(FIXTURES / name, tmp_path / "out")
     assert code in DOCUMENTED_EXITS, stderr
-    assert "Traceback" not in stderr
-    assert peak_kib < PEAK_LIMIT_KIB
+    assert "Traceback" not in stderr and "Director" not in stderr
+    assert peak_kib < PEAK_LIMIT_KIB and cpu < CPU_LIMIT_S
     if code == 3:
         assert "refused (" in stderr
         return
