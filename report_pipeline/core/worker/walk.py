@@ -62,8 +62,22 @@ def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
     theirs.close()
     try:
         return _collect(ours, pid, pages, settings)
+    except WalkFailed:  # raised once the child is reaped
+        raise
+    except BaseException:
+        _stop(pid)  # anything else went wrong here: the child does not outlive it
+        raise
     finally:
         ours.close()
+
+
+def _stop(pid: int) -> None:
+    """Kill and reap the child (not reaped yet, so its pid is still ours)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
