@@ -1,28 +1,22 @@
 """Third-party PDFs: how many of the images poppler lists become records in the manifest.
 
-`uv run python -m bench.corpus CORPUS_DIR [--json OUT] [--timeout 120]` takes each `*.pdf` of
-CORPUS_DIR in turn (one at a time) and measures, against poppler's `pdfimages -list` as an
-independent oracle:
+`uv run python -m bench.corpus CORPUS_DIR [--json OUT] [--timeout 120]`, one PDF at a time, with
+poppler's `pdfimages -list` as the oracle. Images: its `image` and `stencil` rows (a smask/mask row
+belongs to its image); a row is a record when the manifest has a child for its (page, object),
+each counted once; inline rows by page: min(poppler's, the manifest's xref-0 records). Also:
+refusals (exit 3, code from stderr) and whether poppler (`pdfimages` exits 0 with its listing)
+and MuPDF (`pymupdf.open`, no password, pages > 0) open the file, quarantines whose image MuPDF
+decodes cleanly (`pymupdf.Pixmap(doc, xref)`, no MuPDF warning), crashes (exit 5, traceback,
+signal), timeouts, and runs over 1.5 GiB RSS or 60 s CPU (`os.wait4`: the preview and the
+children it reaped). The preview runs in a child under RLIMIT_AS 3 GiB and a wall timeout; the
+MuPDF checks in another (`--probe`), so no hostile file can take this process down.
 
-- images: `image` and `stencil` rows (a `smask`/`mask` row belongs to its image); a row is a
-  record when the manifest has a child for that (page, object number), each counted once;
-  inline rows by page: min(poppler's inline rows, the manifest's inline (xref 0) records);
-- refusals (exit 3, with the code from stderr), and whether each reader opens that file:
-  poppler (`pdfimages -list` exits 0 with its listing), MuPDF (`pymupdf.open`, no password,
-  pages > 0): a refusal that both open is one no reader makes;
-- quarantines whose image MuPDF decodes cleanly (`pymupdf.Pixmap(doc, xref)`, no MuPDF
-  warning), crashes (exit 5, a traceback, a signal), timeouts, and runs over 1.5 GiB RSS or
-  60 s CPU (peak RSS and CPU of the preview and the children it waited for, from `os.wait4`).
-
-`report-pipeline preview` runs in a child under RLIMIT_AS 3 GiB with a wall timeout; the MuPDF
-checks run in another (`--probe`), so no hostile file can take this process down.
-
-The corpus lives outside the repository (nobody on the project made those files). Build it from
-test files shipped in registry packages: `pip download --no-deps --no-binary :all: -d SDISTS`
-pikepdf pypdf pdfminer.six pdfplumber img2pdf ocrmypdf; PyMuPDF with `--no-binary PyMuPDF` and
+The corpus lives outside the repository: files nobody on the project made, the test PDFs shipped
+in registry packages. `pip download --no-deps --no-binary :all: -d SDISTS pikepdf pypdf
+pdfminer.six pdfplumber img2pdf ocrmypdf`; PyMuPDF with `--no-binary PyMuPDF` and
 `PYMUPDF_SETUP_URL_WHEEL=file://<its wheel>` (its metadata step builds a wheel); `npm pack
-pdf-parse@1.1.1`. Unpack them and copy every `*.pdf` (deduplicated by sha256, none over 30 MB) to
-e.g. /tmp/corpus/pdfs/ as `<package>__<basename>`.
+pdf-parse@1.1.1`. Unpack them and copy every `*.pdf` (deduplicated by sha256, none over 30 MB)
+to e.g. /tmp/corpus/pdfs/ as `<package>__<basename>`.
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ from pathlib import Path
 from bench.common import ROOT, machine
 
 GIB = 1024**3
-HEAVY_RSS_KIB, HEAVY_CPU_S = int(1.5 * GIB) // 1024, 60.0
+HEAVY_KIB, HEAVY_CPU = int(1.5 * GIB) // 1024, 60.0
 IMAGES = {"image", "stencil"}
 REFUSAL = re.compile(r"refused \(([^)]*)\)")
 
@@ -55,25 +49,21 @@ def _confine() -> None:
 
 
 def run_confined(argv: list[str], timeout: float) -> dict:
-    """Run argv in its own session under RLIMIT_AS; killed (the whole group) at `timeout`."""
+    """Run argv in its own session under RLIMIT_AS; its whole group is killed at `timeout`."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
+        started, timed_out = time.monotonic(), False
         proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 preexec_fn=_confine, start_new_session=True)  # fmt: skip
-        timed_out = False
-        while not (done := os.wait4(proc.pid, os.WNOHANG))[0]:
-            if time.monotonic() - started > timeout:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                done = os.wait4(proc.pid, 0)
-                break
+        exited = os.WEXITED | os.WNOHANG | os.WNOWAIT  # the zombie keeps its group id
+        while os.waitid(os.P_PID, proc.pid, exited) is None and not timed_out:
             time.sleep(0.02)
-        proc.returncode = os.waitstatus_to_exitcode(done[1])
+            timed_out = time.monotonic() - started > timeout
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # decoders it may have left behind
+            os.killpg(proc.pid, signal.SIGKILL)  # at the timeout, or decoders it left behind
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        usage = done[2]
         return {"exit": proc.returncode, "timeout": timed_out, "stdout": out.read().decode(),
                 "stderr": err.read().decode(errors="replace"), "rss_kib": usage.ru_maxrss,
                 "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
@@ -103,7 +93,8 @@ def probe(pdf: str, xrefs: list[int]) -> dict:
         doc = pymupdf.open(pdf, filetype="pdf")
         opens = not doc.needs_pass and doc.page_count > 0
     except Exception as error:
-        return {"opens": False, "clean": [], "error": str(error)[:200]}
+        return {"opens": False, "pages_load": False, "clean": [], "error": str(error)[:200]}
+    loads = opens and all(_loads(doc, number) for number in range(doc.page_count))
     clean = []
     for xref in xrefs:
         pymupdf.TOOLS.reset_mupdf_warnings()
@@ -111,7 +102,13 @@ def probe(pdf: str, xrefs: list[int]) -> dict:
             pymupdf.Pixmap(doc, xref)
             if not pymupdf.TOOLS.mupdf_warnings():
                 clean.append(xref)
-    return {"opens": opens, "clean": clean}
+    return {"opens": opens, "pages_load": loads, "clean": clean}
+
+
+def _loads(doc, number: int) -> bool:
+    with contextlib.suppress(Exception):
+        return doc.load_page(number) is not None
+    return False
 
 
 def measure(pdf: Path, timeout: float) -> dict:
@@ -130,68 +127,69 @@ def measure(pdf: Path, timeout: float) -> dict:
     misses = [[page, obj, n - drawn[page, obj]]
               for (page, obj), n in sorted(listed.items()) if n > drawn[page, obj]]  # fmt: skip
     quarantined = [c for c in children if c["state"] == "quarantined"]
-    xrefs = sorted({c["xref"] for c in quarantined if c["xref"] > 0})
-    probed = run_confined([sys.executable, "-m", "bench.corpus", "--probe", str(pdf),
-                           *map(str, xrefs)], 60)  # fmt: skip
-    try:
+    xrefs = sorted({str(c["xref"]) for c in quarantined if c["xref"] > 0})
+    probed = run_confined([sys.executable, "-m", "bench.corpus", "--probe", str(pdf), *xrefs], 60)
+    mupdf = {"opens": False, "pages_load": False, "clean": [], "error": probed["exit"]}
+    with contextlib.suppress(ValueError):
         mupdf = json.loads(probed["stdout"])
-    except ValueError:
-        mupdf = {"opens": False, "clean": [], "error": f"probe exit {probed['exit']}"}
-    crashed = (run["exit"] not in (0, 3, 4) and not run["timeout"]) or "Traceback" in run["stderr"]
+    crash = run["exit"] not in (0, 3, 4) or "Traceback" in run["stderr"]
     return {
         "file": pdf.name, "package": pdf.name.split("__")[0], "exit": run["exit"],
-        "timeout": run["timeout"], "crash": crashed, "stderr": run["stderr"][-300:],
+        "timeout": run["timeout"], "stderr": run["stderr"][-300:],
+        "crash": crash and not run["timeout"],
         "refusal": refusal and refusal.group(1), "state": manifest and manifest["state"],
         "poppler_opens": poppler_opens, "mupdf_opens": mupdf["opens"],
+        "no_reader_refuses": bool(refusal and poppler_opens and mupdf["opens"]),
+        "mupdf_pages_load": mupdf["pages_load"], "children": len(children),
         "images": sum(listed.values()), "records": sum(listed.values()) - sum(m[2] for m in misses),
         "misses": misses, "rss_kib": run["rss_kib"], "cpu_s": run["cpu_s"],
-        "wall_s": run["wall_s"], "quarantined": len(quarantined),
-        "suspicious": [[c["page"], c["xref"], c["quarantine_reason"], c["quarantine_detail"]]
-                       for c in quarantined if c["xref"] in mupdf["clean"]],
+        "wall_s": run["wall_s"], "heavy": run["rss_kib"] > HEAVY_KIB or run["cpu_s"] > HEAVY_CPU,
+        "quarantined": [[c["page"], c["xref"], c["quarantine_reason"], c["quarantine_detail"],
+                         c["xref"] in mupdf["clean"]] for c in quarantined],
     }  # fmt: skip
 
 
+COLUMNS = ("files", "poppler", "mupdf", "images", "records", "refused", "no_reader_refuses",
+           "incomplete", "quarantined", "clean_q", "crash", "timeout", "heavy")  # fmt: skip
+
+
 def summarize(results: list[dict]) -> dict:
-    """Per package and in total: files, readers, images, records, refusals, crashes."""
-    rows: dict[str, Counter] = {}
+    """Per package and in total: the counts of COLUMNS."""
+    table: dict[str, Counter] = {}
     for r in results:
         for key in (r["package"], "TOTAL"):
-            row = rows.setdefault(key, Counter())
-            row.update(files=1, poppler=r["poppler_opens"], mupdf=r["mupdf_opens"],
-                       images=r["images"], records=r["records"], refused=bool(r["refusal"]),
-                       false_refusal=bool(r["refusal"] and r["poppler_opens"] and r["mupdf_opens"]),
-                       quarantined=r["quarantined"], suspicious=len(r["suspicious"]),
-                       crash=r["crash"], timeout=r["timeout"],
-                       heavy=r["rss_kib"] > HEAVY_RSS_KIB or r["cpu_s"] > HEAVY_CPU_S)  # fmt: skip
-    return {key: dict(row) for key, row in sorted(rows.items(), key=lambda kv: kv[0] == "TOTAL")}
+            table.setdefault(key, Counter()).update(
+                files=1, poppler=r["poppler_opens"], mupdf=r["mupdf_opens"], images=r["images"],
+                records=r["records"], refused=bool(r["refusal"]),
+                no_reader_refuses=r["no_reader_refuses"], incomplete=r["state"] == "incomplete",
+                quarantined=len(r["quarantined"]), clean_q=sum(q[4] for q in r["quarantined"]),
+                crash=r["crash"], timeout=r["timeout"], heavy=r["heavy"])  # fmt: skip
+    return {key: dict(row) for key, row in sorted(table.items(), key=lambda kv: kv[0] == "TOTAL")}
 
 
 def report(results: list[dict], table: dict) -> None:
-    cols = ("files", "poppler", "mupdf", "images", "records", "refused", "false_refusal",
-            "quarantined", "suspicious", "crash", "timeout", "heavy")  # fmt: skip
-    print(f"{'package':<10}" + "".join(f"{c:>{len(c) + 2}}" for c in cols) + "  % records")
+    print(f"{'package':<10}" + "".join(f"{c:>{len(c) + 2}}" for c in COLUMNS) + "  % records")
     for key, row in table.items():
         pct = 100 * row["records"] / row["images"] if row["images"] else 100.0
-        cells = "".join(f"{row.get(c, 0):>{len(c) + 2}}" for c in cols)
+        cells = "".join(f"{row.get(c, 0):>{len(c) + 2}}" for c in COLUMNS)
         print(f"{key:<10}{cells}{pct:>10.2f}%")
-    worst_rss = max(results, key=lambda r: r["rss_kib"])
-    worst_cpu = max(results, key=lambda r: r["cpu_s"])
-    print(f"worst RSS {worst_rss['rss_kib'] / 1024:.0f} MiB ({worst_rss['file']}), "
-          f"worst CPU {worst_cpu['cpu_s']:.1f} s ({worst_cpu['file']})")  # fmt: skip
+    rss, cpu = (max(results, key=lambda r: r[k]) for k in ("rss_kib", "cpu_s"))
+    print(f"worst RSS {rss['rss_kib'] // 1024} MiB ({rss['file']}), "
+          f"worst CPU {cpu['cpu_s']} s ({cpu['file']})")  # fmt: skip
     sections = {
-        "misses (file, page, object, how many)": [
+        "misses (file, page, object, how many, outcome)": [
             (r["file"], *m, r["refusal"] or r["state"] or f"exit {r['exit']}")
             for r in results for m in r["misses"]],
         "refusals that both MuPDF and poppler open": [
-            (r["file"], r["refusal"], f"{r['images']} images") for r in results
-            if r["refusal"] and r["poppler_opens"] and r["mupdf_opens"]],
+            (r["file"], r["refusal"], f"{r['images']} images",
+             "MuPDF loads every page" if r["mupdf_pages_load"] else "a page MuPDF cannot load")
+            for r in results if r["no_reader_refuses"]],
         "quarantines MuPDF decodes cleanly (file, page, xref, reason, detail)": [
-            (r["file"], *s) for r in results for s in r["suspicious"]],
+            (r["file"], *q[:4]) for r in results for q in r["quarantined"] if q[4]],
         "crashes and timeouts": [(r["file"], r["exit"], r["timeout"], r["stderr"][-160:])
                                  for r in results if r["crash"] or r["timeout"]],
-        "over 1.5 GiB RSS or 60 s CPU": [
-            (r["file"], f"{r['rss_kib'] // 1024} MiB", f"{r['cpu_s']} s CPU") for r in results
-            if r["rss_kib"] > HEAVY_RSS_KIB or r["cpu_s"] > HEAVY_CPU_S],
+        "over 1.5 GiB RSS or 60 s CPU": [(r["file"], f"{r['rss_kib'] // 1024} MiB",
+                                          f"{r['cpu_s']} s CPU") for r in results if r["heavy"]],
     }  # fmt: skip
     for title, items in sections.items():
         print(f"\n{title}: {len(items)}")
@@ -200,22 +198,22 @@ def report(results: list[dict], table: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", type=Path, help="a folder of PDFs (outside the repository)")
-    parser.add_argument("--json", type=Path, help="write every file's result here")
-    parser.add_argument("--timeout", type=float, default=120.0, help="wall seconds per preview")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--probe"]:  # internal, in a child: --probe PDF XREF...
         print(json.dumps(probe(argv[1], [int(x) for x in argv[2:]])))
         return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path, help="a folder of PDFs (outside the repository)")
+    parser.add_argument("--json", type=Path, help="write every file's result here")
+    parser.add_argument("--timeout", type=float, default=120.0, help="wall seconds per preview")
     args = parser.parse_args(argv)
     results = []
     for pdf in sorted(args.corpus.glob("*.pdf")):
-        results.append(measure(pdf, args.timeout))
-        print(f"{pdf.name}: exit {results[-1]['exit']} {results[-1]['records']}/"
-              f"{results[-1]['images']}", file=sys.stderr, flush=True)  # fmt: skip
-    table = summarize(results)
-    report(results, table)
+        results.append(r := measure(pdf, args.timeout))
+        print(f"{r['file']}: exit {r['exit']}, {r['records']}/{r['images']}", file=sys.stderr)
+    if not results:
+        parser.error(f"no *.pdf in {args.corpus}")
+    report(results, table := summarize(results))
     if args.json:
         record = {"machine": machine(), "corpus": str(args.corpus.resolve()), "summary": table}
         args.json.write_text(json.dumps({**record, "files": results}, indent=1) + "\n")
