@@ -109,3 +109,13 @@ def test_a_page_whose_stream_broke_off_is_never_called_complete(run_fixture):
     assert manifest.counts.archived == 8  # every image found is archived all the same
     (cut_off,) = [c for c in manifest.children if c.state == "quarantined"]
     assert (cut_off.page, cut_off.origin, cut_off.quarantine_reason) == (4, "inline", "truncated")
+
+
+def test_a_page_mupdf_cannot_load_is_not_complete_and_the_rest_is_archived(run_fixture):
+    """unloadable_page.pdf: page 1's form field is its own parent, so MuPDF cannot load the page
+    (poppler lists nothing on it either); the report is processed, not refused."""
+    manifest = run_fixture("unloadable_page.pdf")
+    assert manifest.state == "incomplete" and manifest.counts.archived == 1
+    assert [(row.page, row.state, row.broken_streams) for row in manifest.pages] == [
+        (1, "incomplete", 1), (2, "complete", 0),
+    ]  # fmt: skip

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from pymupdf import mupdf
+
 from report_pipeline.core.settings import DecodeSettings
 from report_pipeline.core.worker import decoder
 from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
@@ -151,14 +153,16 @@ def _walk(sock: socket.socket, doc) -> None:
     for number in range(1, doc.page_count + 1):
         try:
             refs, broken = walk_page(doc, number)
+            unread = _unread_inline_images(doc, number, refs)
         except MemoryError:
             raise
-        except Exception as error:  # a limit, or whatever MuPDF raises on a page it cannot read
+        except mupdf.FzErrorFormat:  # MuPDF cannot load the page (a cycle in its resources):
+            refs, broken, unread = [], 1, 0  # nothing found, and the page not complete
+        except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
             decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
                                 "detail": detail})  # fmt: skip
             return
-        unread = _unread_inline_images(doc, number, refs)
         total += len(refs)
         if total > MAX_DRAWS_PER_REPORT:
             decoder.send(sock, {"t": "failed", "page": number, "reason": "too_many_images",
