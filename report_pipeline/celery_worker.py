@@ -1,4 +1,4 @@
-"""A Celery worker for runs on `REPORT_PIPELINE_EXECUTOR=celery` (see README, Deploy):
+"""A Celery worker for runs on `REPORT_PIPELINE_EXECUTOR=celery` (see docs/deploy.md):
 
     uv run python -m report_pipeline.celery_worker --name w1 [--concurrency 1]
 

@@ -2,8 +2,8 @@
 dagster-k8s's `k8s_job_executor`, one Kubernetes Job per step, with the pod resources each kind
 of step needs. Configured here, **not run here** (no cluster on the development machine):
 report_pipeline_tests/production/test_k8s_config.py and test_k8s_pods.py check it against
-dagster-k8s's schemas and the kubernetes client's models; README, "Kubernetes (configured, not
-run here)".
+dagster-k8s's schemas and the kubernetes client's models; docs/deploy.md, "Kubernetes
+(configured, not run here)".
 
 Imported only when the executor is chosen: dagster_k8s and the kubernetes client cost imports
 the other deployments should not pay (the constants below are read without them).

@@ -1,4 +1,4 @@
-"""Re-execute from failure on a persistent instance: after a dead letter (the README's recovery
+"""Re-execute from failure on a persistent instance: after a dead letter (docs/operate.md's recovery
 path) and after a run worker killed mid fan-out (what run retries do). Either way the month ends
 with exactly one complete manifest and an archive that matches it, no orphan objects."""
 

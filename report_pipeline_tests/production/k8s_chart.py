@@ -9,7 +9,7 @@ k8sContainerContext helper), field by field, as read in the chart's public sourc
 what those templates do for the values this project sets and refuses values it does not mirror
 (a chart-rendered run coordinator, run monitoring or run retries block), so the tests stay
 honest about what they check: Dagster's and dagster-k8s's own validation of these renderings,
-not helm's rendering itself (see README, "Kubernetes (configured, not run here)").
+not helm's rendering itself (see docs/deploy.md, "Kubernetes (configured, not run here)").
 `validated()` is the tests' one way to check a config against a Dagster config schema.
 """
 
