@@ -129,7 +129,16 @@ def wait(probe: Callable[[], Any], what: str, timeout: float, log: Path, poll=0.
         if value := probe():
             return value
         time.sleep(poll)
-    raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}; see {log}")
+    raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}; the end of "
+                     f"{log.name} (its folder goes with the benchmark):\n{_tail(log)}")  # fmt: skip
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    """The log's last lines, kept in the error: the benchmark's folder is removed after it."""
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 @contextmanager
