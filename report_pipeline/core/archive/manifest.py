@@ -89,10 +89,10 @@ def build_manifest(
     """The parent is complete only when archived + quarantined equals the expected count,
     every one of the report's `pages` (as intake counted them) has its row, and no page's walk
     met a broken stream (`broken`: page -> streams that broke off)."""
+    broken = broken or {}
     counts = _counts(expected, children, pages)
-    rows = _page_rows(expected, children, broken or {})
     accounted = counts.archived + counts.quarantined == counts.expected
-    complete = accounted and counts.pages_unaccounted == 0 and not (broken or {})
+    complete = accounted and counts.pages_unaccounted == 0 and not broken
     return Manifest(
         schema_version=SCHEMA_VERSION,
         parent_revision=ref.revision,
@@ -106,7 +106,7 @@ def build_manifest(
         deadlines=deadlines,
         counts=counts,
         metrics=_metrics(children, peak_rss_kib),
-        pages=rows,
+        pages=_page_rows(expected, children, broken),
         children=tuple(children),
         encrypted=facts.encrypted,
         permissions=facts.permissions,

@@ -15,7 +15,12 @@ from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker import codestream, inline, normalize, validation
 from report_pipeline.core.worker.outcome import ImageOutcome
-from report_pipeline.core.worker.pdf_pages import ImageRef, components_of, filter_chain
+from report_pipeline.core.worker.pdf_pages import (
+    ImageRef,
+    components_of,
+    declared_int,
+    filter_chain,
+)
 from report_pipeline.core.worker.prefix import decode_prefix, parm
 from report_pipeline.core.worker.validation import Quarantined
 
@@ -34,11 +39,6 @@ class Processed:
     payload: bytes | None  # the normalized PNG, or the raw stream kept as quarantine evidence
 
 
-def _declared_int(doc: pymupdf.Document, xref: int, key: str) -> int:
-    kind, value = doc.xref_get_key(xref, key)
-    return int(value) if kind == "int" else -1
-
-
 def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> bool:
     """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF."""
     return (
@@ -55,7 +55,7 @@ def _check_stream(
     """Size, signature, declared and header dimensions of one image stream, without decoding it.
     `chain`: its filters and their parameters (`filter_chain`)."""
     filters, parms = chain
-    validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
+    validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
     signature = validation.check_codec(filters[0], raw) if filters else None
@@ -72,7 +72,7 @@ def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> N
     if not found or not doc.xref_is_stream(int(found.group(1))):
         return
     xref = int(found.group(1))
-    validation.check_size(max(0, _declared_int(doc, xref, "Length")), limits)
+    validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
     data, _ = decode_prefix(raw, *filter_chain(doc, xref))  # bounded, whatever it inflates to
@@ -88,7 +88,7 @@ def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[byt
     if ref.smask and not doc.xref_is_stream(ref.smask):
         raise Quarantined("bad_mask_reference", "its /SMask is not an image stream")
     if ref.smask:
-        size = (_declared_int(doc, ref.smask, "Width"), _declared_int(doc, ref.smask, "Height"))
+        size = tuple(declared_int(doc, ref.smask, key)[0] for key in ("Width", "Height"))
         _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
     return raw, signature
 
@@ -96,17 +96,9 @@ def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[byt
 def _check_declared_size(doc: pymupdf.Document, xref: int) -> None:
     """/Width and /Height must be integers (directly or by reference): say which is not."""
     for key in ("Width", "Height"):
-        kind, value = doc.xref_get_key(xref, key)
-        if kind != "int" and _resolved_int(doc, kind, value) is None:
-            shown = repr(float(value)) if kind == "float" else value if kind != "xref" else kind
-            raise Quarantined("bad_dimensions", f"/{key} {shown} is not an integer")
-
-
-def _resolved_int(doc: pymupdf.Document, kind: str, value: str) -> int | None:
-    if kind == "xref":
-        text = doc.xref_object(int(value.split()[0]), compressed=True).strip()
-        return int(text) if re.fullmatch(r"-?\d+", text) else None
-    return None
+        value, written = declared_int(doc, xref, key)
+        if value == -1 and written != "-1":
+            raise Quarantined("bad_dimensions", f"/{key} {written} is not an integer")
 
 
 def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:

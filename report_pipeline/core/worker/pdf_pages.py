@@ -109,7 +109,9 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
                         image)  # fmt: skip
     xref = draw.xref
     smask = doc.xref_get_key(xref, "SMask")
-    width, height, bpc = (_int(doc, xref, key) for key in ("Width", "Height", "BitsPerComponent"))
+    width, height = (declared_int(doc, xref, key)[0] for key in ("Width", "Height"))
+    bpc = declared_int(doc, xref, "BitsPerComponent")[0]
+    bpc = 1 if bpc < 0 else bpc
     filters, parms = filter_chain(doc, xref)
     return ImageRef(
         page, index, xref, int(smask[1].split()[0]) if smask[0] == "xref" else 0,
@@ -117,13 +119,14 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     )  # fmt: skip
 
 
-def _int(doc: pymupdf.Document, xref: int, key: str) -> int:
-    """An integer entry, also by reference; -1 (1 for /BitsPerComponent) when it is none."""
+def declared_int(doc: pymupdf.Document, xref: int, key: str) -> tuple[int, str]:
+    """An integer entry of an object's dictionary, also given by reference: (its value, or -1
+    when it is none, and the entry as written, for a message: "8.0", "null")."""
     kind, value = _resolve(doc, *doc.xref_get_key(xref, key))
     value = value.strip()
     if kind in {"int", "object"} and re.fullmatch(r"-?\d+", value):
-        return int(value)
-    return 1 if key == "BitsPerComponent" else -1
+        return int(value), value
+    return -1, repr(float(value)) if kind == "float" else value
 
 
 def _resolve(doc: pymupdf.Document, kind: str, value: str) -> tuple[str, str]:
