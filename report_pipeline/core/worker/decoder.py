@@ -167,6 +167,19 @@ def _page(sock: socket.socket, doc, job: dict, limits: Limits, seen: set[int]) -
     send(sock, {"t": "done", "page": job["page"], "cpu": _cpu()})
 
 
+def ended(status: int) -> tuple[str, str]:
+    """How a confined child ended (its wait status): "cpu" (past its CPU limit), "memory" (past
+    its address space) or "crashed", and what to say of it ("died with signal 9")."""
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return "cpu", "used up its CPU limit"
+    if os.WIFSIGNALED(status):
+        return "crashed", f"died with signal {os.WTERMSIG(status)}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    if code == EXIT_MEMORY:
+        return "memory", "ran out of its memory limit"
+    return "crashed", f"exited with status {code}"
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime

@@ -145,15 +145,10 @@ class _Pool:
         )
 
     def _death_reason(self, child: _Child) -> tuple[str, str]:
-        status = self._reap(child)
-        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        how, said = decoder.ended(self._reap(child))
+        if how == "cpu":
             raise CpuBudgetExceeded(f"a decoder used more than {self.cpu_budget:.0f} CPU s")
-        if os.WIFSIGNALED(status):
-            return "decoder_crashed", f"the decoder died with signal {os.WTERMSIG(status)}"
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
-        if code == decoder.EXIT_MEMORY:
-            return "memory_limit", "the decoder ran out of its memory limit"
-        return "decoder_crashed", f"the decoder exited with status {code}"
+        return "memory_limit" if how == "memory" else "decoder_crashed", f"the decoder {said}"
 
     def _lost(self, child: _Child, reason: str, detail: str) -> Iterator[Decoded]:
         """The child is gone (or is killed now): quarantine its image, resume after it."""

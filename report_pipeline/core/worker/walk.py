@@ -121,13 +121,12 @@ def _refused(page: int, reason: str, detail: str) -> WalkFailed:
 
 
 def _death(status: int, settings: DecodeSettings) -> tuple[str, str]:
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+    how, said = decoder.ended(status)
+    if how == "cpu":
         return "walk_timeout", f"it used more than {settings.walk_cpu_seconds:.0f} s of CPU"
-    if os.WIFSIGNALED(status):
-        return "walk_failed", f"the walk died with signal {os.WTERMSIG(status)}"
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == decoder.EXIT_MEMORY:
+    if how == "memory":
         return "memory_limit", "it needs more memory than the walk may use"
-    return "walk_failed", "the walk ended unexpectedly"
+    return "walk_failed", f"the walk {said}"
 
 
 def _reap(pid: int) -> int:
