@@ -13,7 +13,7 @@ from pathlib import Path
 
 from report_pipeline.core.archive.store_json import manifest_to_json
 from report_pipeline.core.archive.summary import summary
-from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.intake import RefusedInput, check_month
 from report_pipeline.core.settings import Limits, WorkerSettings
 
 EXIT_REFUSED = 3
@@ -73,9 +73,11 @@ exit codes:
 
 
 def _month(text: str) -> str:
-    if len(text) != 7 or text[4] != "-" or not (text[:4] + text[5:]).isdigit():
-        raise argparse.ArgumentTypeError(f"month must look like YYYY-MM, got {text!r}")
-    return text
+    """`show`'s month, checked as intake checks one."""
+    try:
+        return check_month(text)
+    except RefusedInput as bad:
+        raise argparse.ArgumentTypeError(bad.message) from None
 
 
 def _parser() -> argparse.ArgumentParser:
