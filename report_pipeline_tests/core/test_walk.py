@@ -40,26 +40,15 @@ def test_the_walk_runs_outside_the_run_process(store, settings):
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
 
 
-MEMORY_PROBE = """
-import sys
-from pathlib import Path
-from report_pipeline.core.settings import DecodeSettings
-from report_pipeline.core.worker import walk
-try:
-    walk.image_counts(Path(sys.argv[1]), 1, DecodeSettings(memory_bytes=1 << 20))
-except walk.WalkFailed as failed:
-    print(failed.reason, failed.message, sep="|")
-"""
-
-
-def test_a_walk_past_its_memory_is_memory_limit_naming_the_page():
-    """In a fresh interpreter (a long-lived one leaves freed heap a child could reuse): 1 MiB
-    more than the fork is too little to load 25,000 form fields."""
-    probe = [sys.executable, "-c", MEMORY_PROBE, str(fixture_pdf("hostile_walk_widgets.pdf"))]
-    out = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
-    reason, message = out.split("|")
-    assert reason == "memory_limit"
-    assert message.startswith("finding the images of page 1 stopped")
+def test_a_walk_past_its_memory_is_memory_limit_naming_the_page(tmp_path):
+    """A colour profile inflating to 256 MiB, with 64 MiB more than the fork allowed: the
+    walk's child stops at its memory limit, and the parent says so, naming the page."""
+    bomb = tmp_path / "icc_bomb.pdf"
+    bomb.write_bytes(walks.icc_bomb(256))
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(bomb, 1, DecodeSettings(memory_bytes=64 << 20))
+    assert failed.value.reason == "memory_limit"
+    assert failed.value.message.startswith("finding the images of page 1 stopped")
 
 
 def test_a_walk_past_its_wall_time_is_stopped(tmp_path):
