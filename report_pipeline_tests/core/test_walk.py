@@ -16,7 +16,7 @@ from fixtures import _walks as walks
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.settings import DecodeSettings, WorkerSettings
-from report_pipeline.core.worker import walk
+from report_pipeline.core.worker import pdf_pages, walk
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -108,3 +108,25 @@ def test_a_page_mupdf_cannot_load_is_not_complete_and_the_rest_is_archived(run_f
     assert [(row.page, row.state, row.broken_streams) for row in manifest.pages] == [
         (1, "incomplete", 1), (2, "complete", 0),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["image_paths.pdf", "monthly_report.pdf"])
+def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
+    name, store, tmp_path, monkeypatch
+):
+    """The planning walk (its own child) finds each page's draws; the decoders build their
+    images from those and interpret again only a page that draws an inline image, whose parsed
+    object only a walk hands over. Counted in this process: the plain loop decodes here."""
+    walked: list[int] = []
+    real = pdf_pages.page_draws
+
+    def counted(doc, number, limit):
+        walked.append(number)
+        return real(doc, number, limit)
+
+    monkeypatch.setattr(pdf_pages, "page_draws", counted)
+    settings = WorkerSettings(tmp_path / "work", decode=DecodeSettings(isolated=False))
+    manifest = run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+    inline = {child.page for child in manifest.children if child.xref == 0}
+    assert sorted(walked) == sorted(inline)
+    assert manifest.state == "complete" and manifest.counts.accounted == manifest.counts.expected

@@ -1,6 +1,7 @@
 """The store's key space: every key the pipeline writes is built here, and read back only here.
 
     staged/<report_id>/<revision>.pdf                        the staged source (short clock)
+    work/<revision>/draws.json                                every page's image draws, planned
     work/<revision>/<task>/outcomes.json                      a task's outcomes, until archived
     archive/<report_id>/<revision>/images/<sha256>.png        a validated image (from extraction)
     archive/<report_id>/<revision>/quarantine/<sha256>.bin    quarantine evidence (from extraction)
@@ -36,6 +37,7 @@ PLAN = "plan.json"
 MANIFEST = "manifest.json"
 MANIFEST_TABLE = "manifest_table.csv"
 OUTCOMES = "outcomes.json"
+DRAWS = "draws.json"
 _MONTH_LENGTH = len("YYYY-MM")
 
 
@@ -67,6 +69,10 @@ def work_prefix(revision: str) -> str:
 
 def task_prefix(revision: str, task_key: str) -> str:
     return f"{work_prefix(revision)}/{task_key}"
+
+
+def draws_key(revision: str) -> str:
+    return f"{work_prefix(revision)}/{DRAWS}"
 
 
 def outcomes_key(revision: str, task_key: str) -> str:

@@ -24,7 +24,7 @@ from report_pipeline.core.settings import Limits
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.extract import Processed, process_image
 from report_pipeline.core.worker.outcome import ImageOutcome
-from report_pipeline.core.worker.pdf_pages import ImageRef, open_pdf, page_images
+from report_pipeline.core.worker.pdf_pages import Draws, ImageRef, expand, open_pdf, page_images
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75
 _HEAD = struct.Struct(">II")
@@ -115,12 +115,14 @@ def _process(doc, ref: ImageRef, limits: Limits) -> Processed:
         return Processed(lost.outcome, None)
 
 
-def decode_in_process(path: Path, pages: list[int], limits: Limits) -> Iterator[Decoded]:
+def decode_in_process(
+    path: Path, pages: list[int], limits: Limits, known: dict[int, Draws]
+) -> Iterator[Decoded]:
     """The same results without a child process: the benchmark's plain loop only."""
     with open_pdf(path) as doc:
         seen: set[int] = set()
         for page in pages:
-            for ref in page_images(doc, page):
+            for ref in page_images(doc, page, known.get(page)):
                 where = (ref.page, ref.index, ref.origin, ref.xref)
                 if ref.xref in seen:
                     yield Decoded(*where, None, None)
@@ -152,7 +154,8 @@ def child_main(sock: socket.socket, path: Path, limits: Limits, limit: Confineme
 
 def _page(sock: socket.socket, doc, job: dict, limits: Limits, seen: set[int]) -> None:
     skip = {xref for xref, _, _ in job["skip"]}
-    for ref in page_images(doc, job["page"])[job["start"] :]:
+    known = expand(job["known"]) if "known" in job else None
+    for ref in page_images(doc, job["page"], known)[job["start"] :]:
         where = _where(ref)
         if ref.xref in skip or ref.xref in seen:
             kind = "poisoned" if ref.xref in skip else "repeat"

@@ -28,6 +28,7 @@ from pathlib import Path
 from report_pipeline.core.settings import DecodeSettings, Limits
 from report_pipeline.core.worker import decoder
 from report_pipeline.core.worker.decoder import Decoded, crash_outcome
+from report_pipeline.core.worker.pdf_pages import Draws, compact
 
 
 class CpuBudgetExceeded(Exception):
@@ -35,12 +36,16 @@ class CpuBudgetExceeded(Exception):
 
 
 def decode_pages(
-    path: Path, pages: list[int], limits: Limits, settings: DecodeSettings, cpu_budget: float
-) -> Iterator[Decoded]:
+    path: Path, pages: list[int], limits: Limits, settings: DecodeSettings, cpu_budget: float,
+    known: dict[int, Draws] | None = None,
+) -> Iterator[Decoded]:  # fmt: skip
+    """`known`: pages' draws as the planning walk found them (plan_store.read_draws); a page
+    without them is walked by its decoder."""
+    known = known or {}
     if not settings.isolated:
-        yield from decoder.decode_in_process(path, pages, limits)
+        yield from decoder.decode_in_process(path, pages, limits, known)
         return
-    pool = _Pool(path, limits, settings, cpu_budget)
+    pool = _Pool(path, limits, settings, cpu_budget, known)
     try:
         yield from pool.run(pages)
     finally:
@@ -63,6 +68,7 @@ class _Pool:
     limits: Limits
     settings: DecodeSettings
     cpu_budget: float
+    known: dict[int, Draws]
     children: list[_Child] = field(default_factory=list)
     jobs: deque = field(default_factory=deque)
     poisoned: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -89,10 +95,12 @@ class _Pool:
             if child.job is None and self.jobs:
                 child.job = self.jobs.popleft()
                 child.deadline = time.monotonic() + self.settings.image_seconds
+                page, start = child.job
                 skip = [[x, *why] for x, why in self.poisoned.items()]
-                decoder.send(
-                    child.sock, {"page": child.job[0], "start": child.job[1], "skip": skip}
-                )
+                job = {"page": page, "start": start, "skip": skip}
+                if page in self.known:
+                    job["known"] = compact(self.known[page])
+                decoder.send(child.sock, job)
 
     def _wait(self) -> float:
         busy = [c.deadline for c in self.children if c.job]

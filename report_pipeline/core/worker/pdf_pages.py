@@ -40,6 +40,23 @@ class ImageRef:
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
 
 
+Draws = list[tuple[str, int]]  # a page's image draws in order: (origin, xref; 0: inline)
+
+
+def compact(draws: Draws) -> dict:
+    """A page's draws for the wire and the store: each distinct origin written once (10,000
+    draws 24 forms deep stay well under a frame's 1 MiB header)."""
+    origins: dict[str, int] = {}
+    pairs = [[origins.setdefault(origin, len(origins)), xref] for origin, xref in draws]
+    return {"origins": list(origins), "draws": pairs}
+
+
+def expand(message: dict) -> Draws:
+    """`compact`'s inverse; a malformed entry raises (ValueError, IndexError, TypeError)."""
+    origins = [str(o) for o in message["origins"]]
+    return [(origins[k], int(xref)) for k, xref in message["draws"]]
+
+
 class TooManyImages(Exception):
     """The report draws more images than a manifest may list."""
 
@@ -88,8 +105,16 @@ def _identity(parms: str) -> bool:
     return name is None or name.group(1) == "Identity"
 
 
-def page_images(doc: pymupdf.Document, page_number: int) -> list[ImageRef]:
-    """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order."""
+def page_images(
+    doc: pymupdf.Document, page_number: int, known: Draws | None = None
+) -> list[ImageRef]:
+    """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order.
+
+    `known`: the page's draws as the planning walk found them, (origin, xref) each
+    (core/worker/walk.py): the page is not interpreted again unless one of them is an inline
+    image (xref 0), whose parsed object only a walk hands over."""
+    if known is not None and all(xref > 0 for _, xref in known):
+        return [_ref(doc, page_number, i, Draw(o, x)) for i, (o, x) in enumerate(known)]
     return walk_page(doc, page_number)[0]
 
 

@@ -1,17 +1,22 @@
 """A revision's plan in the store (plan.json): its page-group tasks, each with its CPU budget,
 the images expected per page, and when it was queued. Written once at staging; read by the
-manifest step to find planned tasks a re-execution left out, and by the retention audit."""
+manifest step to find planned tasks a re-execution left out, and by the retention audit.
+
+Beside it, as working material (work/<revision>/draws.json), every page's image draws as the
+planning walk found them: the decoders take them from there instead of interpreting each page a
+second time (core/worker/pdf_pages.py `page_images`)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 
-from report_pipeline.core.archive import store_json
+from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.messages import PageTask, RevisionRef
 from report_pipeline.core.retention.retention import iso, utc_now
 from report_pipeline.core.settings import DecodeSettings
-from report_pipeline.core.storage.store import Store
+from report_pipeline.core.storage.store import MissingObject, Store
+from report_pipeline.core.worker.pdf_pages import Draws, compact, expand
 from report_pipeline.core.worker.planning import group_pages, page_cost
 
 
@@ -71,3 +76,21 @@ def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
 def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
     """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
     return [task for task in planned_tasks(store, ref) if task.task_key not in done]
+
+
+def write_draws(store: Store, ref: RevisionRef, draws: list[Draws]) -> None:
+    """Every page's draws, for the decoders (`read_draws`)."""
+    pages = [compact(page) for page in draws]
+    store.put_bytes(keys.draws_key(ref.revision), json.dumps({"pages": pages}).encode())
+
+
+def read_draws(store: Store, ref: RevisionRef, first: int, last: int) -> dict[int, Draws]:
+    """Pages `first`..`last`'s draws as planned; {} when the revision was staged without them
+    (before draws were kept, or their working material is gone): the decoders walk those
+    pages themselves."""
+    try:
+        record = json.loads(store.get_bytes(keys.draws_key(ref.revision), store_json.JSON_CAP))
+    except MissingObject:
+        return {}
+    pages = record["pages"]
+    return {page: expand(pages[page - 1]) for page in range(first, min(last, len(pages)) + 1)}

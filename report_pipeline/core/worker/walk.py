@@ -32,7 +32,10 @@ from report_pipeline.core.worker import decoder
 from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
 from report_pipeline.core.worker.pdf_pages import (
     MAX_DRAWS_PER_REPORT,
+    Draws,
     TooManyImages,
+    compact,
+    expand,
     open_pdf,
     walk_page,
 )
@@ -49,6 +52,7 @@ class WalkFailed(Exception):
 @dataclass(frozen=True)
 class Walked:
     counts: list[tuple[int, int]]  # per page: (image draws, declared pixels)
+    draws: list[Draws]  # per page: what the decoders draw without walking it again
     broken: dict[int, int]  # page: streams that broke off there (what followed is unknown)
     unread: dict[int, int]  # page: inline images its content begins that MuPDF never read
 
@@ -84,6 +88,7 @@ def _stop(pid: int) -> None:
 
 def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
+    draws: list[Draws] = []
     broken: dict[int, int] = {}
     unread: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
@@ -109,11 +114,12 @@ def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
                 _reap(pid)
                 raise _refused(message["page"], message["reason"], message["detail"])
             counts.append((message["images"], message["pixels"]))
+            draws.append(expand(message["draws"]))
             for kind, found in (("broken", broken), ("unread", unread)):
                 if message[kind]:
                     found[len(counts)] = message[kind]
     _reap(pid)
-    return Walked(counts, broken, unread)
+    return Walked(counts, draws, broken, unread)
 
 
 def _refused(page: int, reason: str, detail: str) -> WalkFailed:
@@ -170,7 +176,8 @@ def _walk(sock: socket.socket, doc) -> None:
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
         decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken,
-                            "unread": unread})  # fmt: skip
+                            "unread": unread,
+                            "draws": compact([(r.origin, r.xref) for r in refs])})  # fmt: skip
 
 
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token

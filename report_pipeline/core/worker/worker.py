@@ -39,7 +39,8 @@ from report_pipeline.core.worker.isolation import (
     peak_child_rss_kib,
 )
 from report_pipeline.core.worker.outcome import ImageOutcome
-from report_pipeline.core.worker.plan_store import plan
+from report_pipeline.core.worker.pdf_pages import Draws
+from report_pipeline.core.worker.plan_store import plan, read_draws, write_draws
 from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
 
 
@@ -98,6 +99,7 @@ def stage(
         walked = _image_counts(path, checked.pages, settings)
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, path)
+    write_draws(store, ref, walked.draws)  # before the plan: a task never misses its draws
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
                  walked.broken, walked.unread)  # fmt: skip
     return staged, tasks
@@ -161,8 +163,9 @@ def extract(
         path = private_file(workdir, ".pdf")
         store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
         mark_work(store, task.ref, settings)  # before this task's objects, later than staging
+        planned = read_draws(store, task.ref, task.first_page, task.last_page)
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
-            for outcome, key, md5 in _decode(uploads, task, path, settings):
+            for outcome, key, md5 in _decode(uploads, task, path, settings, planned):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
     records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
@@ -176,16 +179,18 @@ def extract(
 
 
 def _decode(
-    uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings
-) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:
+    uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings,
+    planned: dict[int, Draws],
+) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:  # fmt: skip
     """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
-    checks on upload and lists as the ETag; the archive check compares the two)."""
+    checks on upload and lists as the ETag; the archive check compares the two). `planned`: the
+    pages' draws as planned, so the decoders need not walk them again."""
     known: dict[int, tuple[ImageOutcome, str | None]] = {}
     written: dict[str, str] = {}  # key -> MD5 of the bytes uploaded there
     pages = list(range(task.first_page, task.last_page + 1))
     budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
     try:
-        for item in decode_pages(path, pages, settings.limits, settings.decode, budget):
+        for item in decode_pages(path, pages, settings.limits, settings.decode, budget, planned):
             if item.outcome is None:  # the same image as an earlier draw
                 outcome, key = known[item.xref]
             else:
