@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -84,6 +85,13 @@ def settled_heap() -> Iterator[None]:
 PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
 
 
+def cpu_seconds() -> float:
+    """CPU used so far by this process and the children it reaped (decoders, the walk)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                         resource.RUSAGE_CHILDREN))  # fmt: skip
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool = True) -> Sample:
     """`run_report` into a fresh LocalStore and work root, then the manifest table beside the
     manifest: the same artifacts the job's two assets (report_manifest, manifest_table) leave in
@@ -93,12 +101,12 @@ def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool 
         store = LocalStore(tmp / "store")
         settings = WorkerSettings(tmp / "work", decode=decode)
         with settled_heap():
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_seconds()
             manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
             if table:
                 write_table(store, manifest)
-            wall = time.perf_counter() - start
-    return {"wall_s": wall, "counts": asdict(manifest.counts)}
+            wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    return {"wall_s": wall, "cpu_s": cpu, "counts": asdict(manifest.counts)}
 
 
 def _definitions(tmp: Path, pdf: Path) -> dg.Definitions:
@@ -155,12 +163,12 @@ def dagster(pdf: Path, scratch: Path, pages_per_task: int = 0) -> Sample:
         config = {**QUIET, **stage_report_run_config({"pages_per_task": pages_per_task})}
         with dg.DagsterInstance.from_config(str(home)) as instance:
             with settled_heap():
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), cpu_seconds()
                 result = job.execute_in_process(
                     partition_key=MONTH, instance=instance, run_config=config, raise_on_error=False
                 )
-                wall = time.perf_counter() - start
-            return _summarise(result, instance, wall)
+                wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+            return {**_summarise(result, instance, wall), "cpu_s": cpu}
 
 
 def pdfimages(pdf: Path, scratch: Path, exe: str) -> Sample:

@@ -23,19 +23,23 @@ ROWS = [
     ("per-page dagster wall", "dagster_per_page", "wall_s"),
     ("per-page run duration", "dagster_per_page", "run_s"),
     ("pdfimages -all", "pdfimages", "wall_s"),
+    ("plain loop CPU", "plain", "cpu_s"),
+    ("isolated CPU, 1 per core", "pool", "cpu_s"),
+    ("dagster CPU", "dagster", "cpu_s"),
 ]
 
 
 def summarise(samples: dict[str, list[Sample]]) -> dict[str, dict[str, Any]]:
     """Per row: median/min/max seconds, ratio of medians to the plain loop's median, and the
-    median of per-round ratios (each run divided by the plain run of the same round)."""
-    plain = [s["wall_s"] for s in samples["plain"]]
-    base = median(plain)
+    median of per-round ratios (each run divided by the plain run of the same round). CPU
+    rows (`cpu_s`: this process and the children it reaped) against the plain loop's CPU."""
     rows: dict[str, dict[str, Any]] = {}
     for label, variant, key in ROWS:
         runs = samples.get(variant, [])
-        if not runs:
+        if not runs or key not in runs[0]:
             continue
+        plain = [s[key if key == "cpu_s" else "wall_s"] for s in samples["plain"]]
+        base = median(plain)
         values = [s[key] for s in runs]
         paired = [v / p for v, p in zip(values, plain, strict=False)]
         rows[label] = {
