@@ -26,7 +26,7 @@ def celery_backfill(
     root: Path, args: argparse.Namespace, months: list[str], counts: dict,
     log: Callable[[str], None],
 ) -> dict:  # fmt: skip
-    from bench.backfill import FIXTURE, check_manifests, run_backfill
+    from bench.backfill import check_manifests, run_backfill
     from bench.backfill_live import dagster_dev
 
     home = root / "home"
@@ -47,8 +47,8 @@ def celery_backfill(
             live.workers = tuple(worker.process.pid for worker in workers)
             live.stop_sensor("new_report_sensor")  # before the reports arrive
             for month in months:
-                s3.put_object(Bucket=inbox, Key=f"{INBOX_PREFIX}/{month}/{FIXTURE.name}",
-                              Body=FIXTURE.read_bytes())  # fmt: skip
+                s3.put_object(Bucket=inbox, Key=f"{INBOX_PREFIX}/{month}/{args.report.name}",
+                              Body=args.report.read_bytes())  # fmt: skip
             result = run_backfill(live, home, months, args)
         check_manifests(S3Store(s3, bucket, PREFIX), months, counts)
     return result
