@@ -158,3 +158,19 @@ def test_mupdf_running_out_of_the_address_space_limit_is_a_memory_error_not_bad_
     os.close(write)
     os.waitpid(pid, 0)
     assert os.read(read, 100) == b"MemoryError"
+
+
+def test_an_allocation_that_fails_in_python_during_mupdfs_decode_is_memory_not_bad_bytes(
+    monkeypatch,
+):
+    """Under the address-space limit the samples' copy into Python can be what fails (seen when
+    the parent had spare heap in other arenas): that is `memory_limit`, never `undecodable`."""
+    doc = pymupdf.open(fixture_pdf("large_dimensions.pdf"))
+    xref = doc.get_page_images(0)[0][0]
+
+    def no_memory(*_args):
+        raise MemoryError
+
+    monkeypatch.setattr(extract.normalize, "pixmap_image", no_memory)
+    with pytest.raises(MemoryError):
+        extract._mupdf_decode(doc, xref)

@@ -87,8 +87,8 @@ def test_gate4_worker_removes_its_private_dir_on_failure(tmp_path, inbox, materi
         method="put_bytes",
         failures=10**6,
         transient=False,
-        after=2,  # staging writes its deadline marker and the plan; then the extract step, in
-        # its private dir, writes its marker before any upload
+        after=3,  # staging writes its deadline marker, the planned draws and the plan; then the
+        # extract step, in its private dir, writes its marker before any upload
         counter_file=str(tmp_path / "faults"),
         watch_dir=str(tmp_path / "work"),
     )

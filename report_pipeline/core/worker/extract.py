@@ -27,7 +27,10 @@ from report_pipeline.core.worker.validation import Quarantined
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
 _PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
 # MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
-_ALLOCATION_FAILED = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory", re.I)
+# libjpeg and zlib, inside MuPDF, say "insufficient memory".
+_ALLOCATION_FAILED = re.compile(
+    r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory|insufficient memory", re.I
+)
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -128,6 +131,8 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         image = normalize.to_image(inline.pixmap(ref)) if ref else normalize.pixmap_image(doc, xref)
+    except MemoryError:  # Python's own allocation (the pixmap's samples), not bad bytes
+        raise MemoryError("MuPDF could not allocate the image") from None
     except Exception as exc:  # MuPDF reports bad streams with several exception types
         if _ALLOCATION_FAILED.search(str(exc)):  # its malloc under the decoder's RLIMIT_AS
             raise MemoryError("MuPDF could not allocate the image") from None
