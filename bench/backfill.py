@@ -39,7 +39,7 @@ from bench import backfill_production, common, measure
 from bench.backfill_live import Live, dagster_dev
 from bench.backfill_timeline import describe, timeline
 from bench.common import ROOT, BenchError
-from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 

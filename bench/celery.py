@@ -1,5 +1,5 @@
 """`python -m bench.celery`: what a step costs on Celery against in-process, and what the
-Celery task size (core/settings.py TARGET_UNITS) costs a report large enough to spread out.
+Celery task size (core/model/settings.py TARGET_UNITS) costs a report large enough to spread out.
 
 Everything runs on the production configuration on this machine: PostgreSQL (127.0.0.1:5432
 when it answers, else a throwaway server), moto's S3 server in its own process, and a throwaway
@@ -42,7 +42,7 @@ from bench.celery_runs import FIXTURE, Bench, fit, scaled_report
 from bench.common import ROOT, BenchError
 from bench.servers import production_stack
 from report_pipeline import local_celery
-from report_pipeline.core.settings import TARGET_UNITS
+from report_pipeline.core.model.settings import TARGET_UNITS
 
 FIRST_MONTH = "2000-01"  # many months: each run gets one of its own
 GOAL = 0.25  # Celery's overhead over in-process, for a report large enough to spread out

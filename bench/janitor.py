@@ -22,9 +22,9 @@ from typing import Any
 
 from bench.common import ROOT, BenchError, machine, write_json
 from bench.janitor_state import Spread, build, check_first, check_second
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import janitor
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import RetentionPolicy
 
 BIG, SMALL = (10_000, 1_000), (1_000, 100)  # (working directories, archived revisions)
 LEASE_HOUR = Spread(work_future=timedelta(minutes=60))  # what the default 60-minute lease gives

@@ -19,23 +19,23 @@ from pathlib import Path
 
 from bench.common import BenchError
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.keys import children_key
-from report_pipeline.core.archive.records import ChildRecord
 from report_pipeline.core.intake.intake import report_id_for
-from report_pipeline.core.messages import RevisionRef
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso
+from report_pipeline.core.model.keys import children_key
+from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.records import ChildRecord
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.retention.janitor import JanitorPass
-from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso
-from report_pipeline.core.settings import RetentionPolicy
-from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.workdir import (
+from report_pipeline.core.scratch.workdir import (
     LEASE_FILE,
     create_workdir,
     new_lease,
     private_file,
     private_root,
 )
+from report_pipeline.core.storage.local_store import LocalStore
 
 MONTHS = [f"{y}-{m:02d}" for y in (2025, 2026) for m in range(1, 13)][:22]  # 2025-01..2026-10
 EXPECTED = {1: 2, 2: 1}  # three image occurrences on two pages

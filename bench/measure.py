@@ -24,8 +24,8 @@ import dagster as dg
 
 from bench.common import ROOT, BenchError
 from report_pipeline.core.archive.table import write_table
+from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource

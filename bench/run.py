@@ -20,7 +20,7 @@ from typing import Any
 from bench import common, measure, report
 from bench.common import ROOT, BenchError
 from bench.measure import Sample
-from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.model.settings import DecodeSettings
 
 DEFAULT_REPORTS = [
     ROOT / "fixtures" / "pdfs" / "monthly_report.pdf",

@@ -11,10 +11,10 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from report_pipeline.core.archive.store_json import manifest_to_json
 from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.intake import RefusedInput, check_month
-from report_pipeline.core.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.store_json import manifest_to_json
 
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
@@ -182,8 +182,8 @@ def _show(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from report_pipeline.core.archive.months import latest_archived
-    from report_pipeline.core.archive.store_json import child_to_json
     from report_pipeline.core.archive.summary import page_counts, page_occurrences
+    from report_pipeline.core.model.store_json import child_to_json
     from report_pipeline.defs.deployment import deployment, resources_for
 
     with dg.build_resources({"store": resources_for(deployment())["store"]}) as built:

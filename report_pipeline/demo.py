@@ -15,9 +15,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.archive.store_json import read_manifest
 from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.s3_source import S3PrefixSource
+from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment import PRODUCTION, deployment

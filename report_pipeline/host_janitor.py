@@ -22,10 +22,10 @@ import os
 import sys
 import time
 
+from report_pipeline.core.model.clock import parse_iso, utc_now
+from report_pipeline.core.model.wording import plural
 from report_pipeline.core.retention import janitor
-from report_pipeline.core.retention.retention import parse_iso, utc_now
 from report_pipeline.core.storage.store import StorageError
-from report_pipeline.core.wording import plural
 
 DEFAULT_EVERY = 300.0  # seconds; the work clock is 15 minutes
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.model.clock import utc_now
 
 
 def month(offset: int = 0, now: datetime | None = None) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.retention.retention import utc_now
-from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from report_pipeline.cli import EXIT_NO_PAGE, EXIT_NOT_ARCHIVED, main
-from report_pipeline.core.archive.store_json import child_to_json
+from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store

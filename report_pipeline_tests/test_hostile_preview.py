@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.settings import Limits
 from report_pipeline_tests.conftest import FIXTURES
 
 ROOT = FIXTURES.parent.parent

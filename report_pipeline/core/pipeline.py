@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from report_pipeline.core.archive.archive import archive, publish
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker.worker import extract, stage
 

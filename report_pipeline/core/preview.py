@@ -15,15 +15,14 @@ import stat
 from dataclasses import replace
 from pathlib import Path
 
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.archive.store_json import dumps
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.store_json import dumps
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import janitor
-from report_pipeline.core.retention.retention import utc_now
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.workdir import private_workdir
-from report_pipeline.core.worker.worker import lease_for
 
 SCRATCH_NAME = "report_pipeline-preview-{uid}"
 _NEW_PRIVATE = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW

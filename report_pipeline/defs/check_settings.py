@@ -4,7 +4,7 @@ due day)."""
 import dagster as dg
 from pydantic import Field
 
-from report_pipeline.core.archive.month_checks import Thresholds
+from report_pipeline.core.checks.month_checks import Thresholds
 
 
 class CheckSettingsResource(dg.ConfigurableResource):

@@ -3,7 +3,7 @@ disk), never an asset's data, and no month's run ever selects them."""
 
 import dagster as dg
 
-from report_pipeline.core.retention import retention_audit
+from report_pipeline.core.checks import retention_audit
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.resources import StoreResource, WorkerResource
 

@@ -9,7 +9,7 @@ import dagster as dg
 
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.submission import REVISION_TAG
-from report_pipeline.core.messages import StagedReport
+from report_pipeline.core.model.messages import StagedReport
 from report_pipeline.core.storage.store import Store
 
 # Runs that have not finished: a UI launch or backfill among them may not know its revision yet.

@@ -2,7 +2,7 @@ from datetime import datetime
 
 import dagster as dg
 
-from report_pipeline.core.retention.retention import parse_iso, utc_now
+from report_pipeline.core.model.clock import parse_iso, utc_now
 
 
 class ClockResource(dg.ConfigurableResource):

@@ -2,7 +2,7 @@
 `REPORT_PIPELINE_DEPLOYMENT` (`local`, the default, or `production`), read once by `deployment()`
 when the definitions load, and `REPORT_PIPELINE_EXECUTOR` (`in_process`, the default, or
 `celery` or `k8s`, production only), read once by `executor_name()` at the same time; task
-sizing follows the executor (core/settings.py TARGET_UNITS).
+sizing follows the executor (core/model/settings.py TARGET_UNITS).
 
 Reading it at load time is deliberate, as for `REPORT_PIPELINE_FIRST_MONTH`: resources are part
 of the definitions a code location serves, fixed when it loads, and a code location serves one
@@ -26,7 +26,7 @@ from typing import Any
 
 import dagster as dg
 
-from report_pipeline.core.settings import TaskSizing
+from report_pipeline.core.model.settings import TaskSizing
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.io_manager import LocalIOManager

@@ -22,7 +22,7 @@ from typing import Any
 
 import dagster as dg
 
-from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.model.settings import DecodeSettings
 
 # CPUs of a decoding step's pod, and so its decoder processes (`settings.decoders`, set from this
 # when the definitions load with this executor): in a pod os.cpu_count() is the node's count, not

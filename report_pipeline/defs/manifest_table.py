@@ -13,9 +13,9 @@ or backfill of `report_manifest` alone.
 
 import dagster as dg
 
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.records import Manifest
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded
 from report_pipeline.defs.partitions import monthly_partitions

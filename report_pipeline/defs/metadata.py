@@ -8,9 +8,9 @@ from typing import Any
 
 import dagster as dg
 
-from report_pipeline.core.archive.month_checks import quarantined_pct
-from report_pipeline.core.archive.records import ChildRecord, Manifest
-from report_pipeline.core.messages import ArchivedTask, PageTask, StagedReport
+from report_pipeline.core.checks.month_checks import quarantined_pct
+from report_pipeline.core.model.messages import ArchivedTask, PageTask, StagedReport
+from report_pipeline.core.model.records import ChildRecord, Manifest
 
 
 def staged_metadata(staged: StagedReport) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from datetime import datetime
 
 import dagster as dg
 
-from report_pipeline.core.archive import month_checks
-from report_pipeline.core.archive.month_checks import Thresholds
-from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.checks import month_checks
+from report_pipeline.core.checks.month_checks import Thresholds
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.partitions import monthly_partitions
 

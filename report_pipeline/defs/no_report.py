@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from report_pipeline.core.archive import month_checks
 from report_pipeline.core.archive.months import latest_archived
-from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.checks import month_checks
+from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.month_checks import ASSET, check_evaluation
 

@@ -13,15 +13,15 @@ from report_pipeline.core.intake.submission import (
     open_for_run,
     revision_tags,
 )
-from report_pipeline.core.messages import (
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.messages import (
     ArchivedTask,
     ExtractedTask,
     PageTask,
     PublishedManifest,
     StagedReport,
 )
-from report_pipeline.core.retention.retention import utc_now
-from report_pipeline.core.worker import worker
+from report_pipeline.core.worker import completion, worker
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.claiming import claim_for_run
 from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
@@ -202,7 +202,7 @@ def publish_manifest(
     retention = worker_settings.retention
     completed = guarded(
         context,
-        lambda: core_archive.complete_plan(
+        lambda: completion.complete_plan(
             store.get_store(), staged, archived, worker_settings, owner(context)
         ),
     )

@@ -11,7 +11,7 @@ import json
 
 import dagster as dg
 
-from report_pipeline.core.archive import month_checks
+from report_pipeline.core.checks import month_checks
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.claiming import UNFINISHED
 from report_pipeline.defs.clock import ClockResource

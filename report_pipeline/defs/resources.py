@@ -22,7 +22,7 @@ import dagster as dg
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import LocalInboxSource, ReportSource
-from report_pipeline.core.settings import (
+from report_pipeline.core.model.settings import (
     DecodeSettings,
     Limits,
     RetentionPolicy,

@@ -9,9 +9,9 @@ import dagster as dg
 from report_pipeline.core.intake import claims, watch
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.submission import REVISION_TAG, admit
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.wording import plural
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.wording import plural
 from report_pipeline.defs.claiming import runs_of, unresolved_run
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.ops import stage_report_run_config

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline.core.wording import plural
+from report_pipeline.core.model.wording import plural
 from report_pipeline.defs.jobs import extract_report_job
 
 PARTITION_TAG = "dagster/partition"

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from fixtures import _encoders as enc
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import codestream, prefix, validation
 from report_pipeline.core.worker.validation import Quarantined
 

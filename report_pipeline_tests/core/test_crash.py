@@ -9,15 +9,16 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from report_pipeline.core.retention import janitor, retention_audit
-from report_pipeline.core.retention.retention import utc_now
+from report_pipeline.core.checks import retention_audit
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.retention import janitor
 from report_pipeline.core.storage.local_store import PARTIAL
 from report_pipeline_tests.conftest import fixture_pdf
 
 WORKER = """
 import pathlib, sys
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.worker.worker import extract, stage
 store, settings = LocalStore(sys.argv[1]), WorkerSettings(pathlib.Path(sys.argv[2]))
 staged, tasks = stage(store, pathlib.Path(sys.argv[3]), "inbox", "2026-10", 0, settings, "r/s")

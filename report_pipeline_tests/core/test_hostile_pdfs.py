@@ -7,11 +7,11 @@ import pytest
 
 from fixtures._trees import CATALOG, PAGE, classic_pdf, flat_tree
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.intake.intake import Inspection, RefusedInput, inspect_pdf
+from report_pipeline.core.intake.page_tree import walk
+from report_pipeline.core.model.records import SourceFacts
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import Limits
-from report_pipeline.core.worker.page_tree import walk
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF
 

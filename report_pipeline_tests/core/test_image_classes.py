@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from fixtures import _classes, _hostile
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 

@@ -12,7 +12,7 @@ from report_pipeline.core.intake.intake import (
 )
 from report_pipeline.core.intake.sources import LocalInboxSource
 from report_pipeline.core.intake.submission import pick
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.settings import Limits
 from report_pipeline_tests.conftest import fixture_pdf
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from report_pipeline.core.archive.records import ChildRecord
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.model.records import ChildRecord
+from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker import decoder, extract
 from report_pipeline_tests.conftest import fixture_pdf

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from report_pipeline.core.archive import keys
 from report_pipeline.core.intake.intake import report_id_for, revision_for
-from report_pipeline.core.messages import RevisionRef
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.messages import RevisionRef
 
 REPORT = "inbox-2026-10"
 REVISION = "0123456789abcdef0123"

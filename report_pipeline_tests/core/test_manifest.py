@@ -1,7 +1,8 @@
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive.records import ChildRecord
-from report_pipeline.core.messages import RevisionRef
-from report_pipeline.core.retention.retention import Deadlines
+from report_pipeline.core.model import records
+from report_pipeline.core.model.clock import Deadlines
+from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.records import ChildRecord
 
 REF = RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "1", "rev")
 DEADLINES = Deadlines("2026-10-01T00:15:00.000Z", "2027-11-05T00:00:00.000Z")
@@ -50,6 +51,6 @@ def test_metrics_first_attempt_share_and_p95_queue_age():
 
 
 def test_percentile_nearest_rank():
-    assert mf.percentile([], 95) == 0.0
-    assert mf.percentile([3.0], 95) == 3.0
-    assert mf.percentile([float(i) for i in range(1, 101)], 95) == 95.0
+    assert records.percentile([], 95) == 0.0
+    assert records.percentile([3.0], 95) == 3.0
+    assert records.percentile([float(i) for i in range(1, 101)], 95) == 95.0

@@ -10,13 +10,14 @@ from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core.archive import store_json
+from report_pipeline.core.checks import retention_audit
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.retention import audit, janitor, retention_audit
-from report_pipeline.core.retention.retention import iso, utc_now
+from report_pipeline.core.retention import audit, janitor
+from report_pipeline.core.scratch.workdir import LEASE_FILE, create_workdir, lease_for
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.workdir import LEASE_FILE, create_workdir
-from report_pipeline.core.worker.worker import extract, lease_for, stage
+from report_pipeline.core.worker.worker import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults import Crash, CrashingStore
 

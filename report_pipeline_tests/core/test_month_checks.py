@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from report_pipeline.core.archive import month_checks
-from report_pipeline.core.archive.month_checks import Thresholds
+from report_pipeline.core.checks import month_checks
+from report_pipeline.core.checks.month_checks import Thresholds
 from report_pipeline_tests.core.test_manifest import build, record
 
 LIMITS = Thresholds()

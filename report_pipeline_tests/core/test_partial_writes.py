@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from report_pipeline.core.retention import audit, janitor, retention_audit
+from report_pipeline.core.checks import retention_audit
+from report_pipeline.core.retention import audit, janitor
 from report_pipeline.core.storage.local_store import PARTIAL, LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError

@@ -48,7 +48,7 @@ def test_automatic_groups_share_the_work_evenly():
 
 
 def test_celery_tasks_are_sized_larger_than_in_process_ones():
-    from report_pipeline.core.settings import TARGET_UNITS, TaskSizing
+    from report_pipeline.core.model.settings import TARGET_UNITS, TaskSizing
 
     assert TaskSizing.for_executor("in_process") == TaskSizing()
     assert TaskSizing.for_executor("celery").target_units == TARGET_UNITS["celery"]

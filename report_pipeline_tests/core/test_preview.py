@@ -9,11 +9,10 @@ from datetime import timedelta
 
 import pytest
 
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
-from report_pipeline.core.retention.retention import utc_now
-from report_pipeline.core.settings import WorkerSettings
-from report_pipeline.core.worker.workdir import create_workdir, new_lease
-from report_pipeline.core.worker.worker import lease_for
+from report_pipeline.core.scratch.workdir import create_workdir, lease_for, new_lease
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 
 

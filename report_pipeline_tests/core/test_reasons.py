@@ -10,8 +10,8 @@ import pytest
 from fixtures import _reasons as reasons
 from fixtures._trees import CATALOG, PAGE, classic_pdf
 from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
+from report_pipeline.core.model.settings import Limits, WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import Limits, WorkerSettings
 
 
 def test_each_case_gets_the_reason_that_names_its_flaw(run_fixture):

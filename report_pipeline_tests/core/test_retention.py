@@ -6,13 +6,14 @@ from datetime import timedelta
 
 import pytest
 
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.store_json import read_manifest
-from report_pipeline.core.retention import audit, janitor, retention_audit
-from report_pipeline.core.retention.retention import parse_iso, utc_now
+from report_pipeline.core.checks import retention_audit
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.clock import parse_iso, utc_now
+from report_pipeline.core.model.store_json import read_manifest
+from report_pipeline.core.retention import audit, janitor
+from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.worker.workdir import private_workdir
-from report_pipeline.core.worker.worker import lease_for, stage
+from report_pipeline.core.worker.worker import stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 MIN = timedelta(minutes=1)

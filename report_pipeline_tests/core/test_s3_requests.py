@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from report_pipeline.core.archive import month_checks
+from report_pipeline.core.checks import month_checks
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import WorkerSettings
 from report_pipeline.core.storage import s3_store
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError

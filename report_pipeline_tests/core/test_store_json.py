@@ -14,9 +14,15 @@ from typing import Any
 
 import pytest
 
-from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive.records import ChildRecord, Counts, Deleted, OutcomeRecord
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.records import (
+    ChildRecord,
+    Counts,
+    Deleted,
+    OutcomeRecord,
+    tombstone,
+)
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
@@ -42,7 +48,7 @@ def test_a_tombstone_is_the_manifest_with_every_child_expired():
     assert live.expired_at is None and live.deleted is None
     assert tomb.state == "expired" and isinstance(tomb.deleted, Deleted)
     assert tomb.deleted.objects == 4  # the image, the quarantined stream, children and plan
-    assert mf.tombstone(live, tomb.expired_at, tomb.deleted.bytes, 4) == tomb
+    assert tombstone(live, tomb.expired_at, tomb.deleted.bytes, 4) == tomb
     assert "expired_at" not in store_json.manifest_to_json(live)
 
 
@@ -77,7 +83,7 @@ def test_outcomes_from_before_direct_archive_writes_are_refused_and_new_ones_rou
 def test_from_json_of_to_json_is_the_same_manifest():
     records = [record(1, 0), record(1, 1, "quarantined", None), record(2, 0, attempts=2)]
     built = mf.build_manifest(REF, {1: 2, 2: 1}, mf.sequenced(records), DEADLINES, "now", 9)
-    for manifest in (built, mf.tombstone(built, "later", 10, 1)):
+    for manifest in (built, tombstone(built, "later", 10, 1)):
         assert store_json.manifest_from_json(store_json.manifest_to_json(manifest)) == manifest
         assert store_json.loads(store_json.dumps(manifest)) == manifest
 

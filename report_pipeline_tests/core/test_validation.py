@@ -4,7 +4,7 @@ import zlib
 import pytest
 from PIL import Image
 
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.pdf_pages import ImageRef
 from report_pipeline.core.worker.validation import Quarantined

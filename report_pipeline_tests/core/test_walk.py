@@ -14,8 +14,8 @@ import pytest
 
 from fixtures import _walks as walks
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.worker import pdf_pages, walk
 from report_pipeline_tests.conftest import fixture_pdf
 

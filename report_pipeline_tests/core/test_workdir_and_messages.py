@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from report_pipeline.core import messages
-from report_pipeline.core.worker.workdir import LEASE_FILE, Lease, private_workdir
+from report_pipeline.core.model import messages
+from report_pipeline.core.scratch.workdir import LEASE_FILE, Lease, private_workdir
 
 REF = messages.RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "1", "0123456789abcdef0123")
 TASK = messages.PageTask(REF, "pages_0001_2000", 1, 2000, 9000, "2026-10-01T00:00:00.000Z")

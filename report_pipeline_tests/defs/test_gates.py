@@ -2,7 +2,7 @@
 
 import json
 
-from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.defs.conftest import events, materialization
 from report_pipeline_tests.faults import FaultyStoreResource

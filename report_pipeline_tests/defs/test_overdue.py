@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from report_pipeline.core.retention.retention import parse_iso
+from report_pipeline.core.model.clock import parse_iso
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.check_settings import CheckSettingsResource
 from report_pipeline.defs.clock import ClockResource

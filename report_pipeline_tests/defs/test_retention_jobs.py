@@ -7,7 +7,7 @@ from datetime import timedelta
 import dagster as dg
 import pytest
 
-from report_pipeline.core.retention.retention import iso, parse_iso, utc_now
+from report_pipeline.core.model.clock import iso, parse_iso, utc_now
 from report_pipeline.definitions import defs
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.checks import archive_retention_checks
@@ -114,7 +114,7 @@ _HELD = []  # a context never exited, as in a killed process
 
 
 def test_cleanup_job_removes_a_crashed_workers_dir_after_its_lease(run_job, tmp_path):
-    from report_pipeline.core.worker.workdir import new_lease, private_workdir
+    from report_pipeline.core.scratch.workdir import new_lease, private_workdir
 
     held = private_workdir(tmp_path / "work", new_lease("dead/step", utc_now(), 60, 15))
     workdir = held.__enter__()  # never exited: the worker "died"

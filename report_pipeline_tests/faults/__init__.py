@@ -14,9 +14,9 @@ import json
 import stat
 from pathlib import Path
 
+from report_pipeline.core.scratch.workdir import LEASE_FILE
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline.core.worker.workdir import LEASE_FILE
 from report_pipeline.defs.resources import StoreResource
 
 

@@ -22,9 +22,9 @@ from bench.fault_runs import (
     struck_after_writes,
     verify_month,
 )
-from report_pipeline.core.archive.keys import IMAGES
+from report_pipeline.core.archive.months import revisions
+from report_pipeline.core.model.keys import IMAGES
 from report_pipeline.core.policy import MAX_TRIES
-from report_pipeline.core.retention.revision_audit import revisions
 from report_pipeline_tests.faults.live_backfill import LiveBackfill, partition_limit
 from report_pipeline_tests.intake.live import wait_for
 from report_pipeline_tests.intake.test_live import finished

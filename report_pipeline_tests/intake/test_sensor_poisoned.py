@@ -11,7 +11,7 @@ from report_pipeline.core.intake import watch
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import admit
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.storage.store import TransientStorageError
 from report_pipeline.defs.resources import InboxResource
 from report_pipeline.defs.sensors import new_report_sensor

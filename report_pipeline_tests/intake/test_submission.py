@@ -6,7 +6,7 @@ import pytest
 
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.submission import REVISION_TAG, submit
-from report_pipeline.core.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import files_under
 

@@ -13,12 +13,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.retention import audit
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.workdir import private_workdir
-from report_pipeline.core.worker.worker import lease_for
 
 REPO = Path(__file__).resolve().parents[2]
 _NEVER_EXITED = []  # a dead worker's workdir: its `finally` never runs

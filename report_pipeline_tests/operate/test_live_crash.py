@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import janitor
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.scratch.workdir import read_lease
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.workdir import read_lease
 from report_pipeline.defs.ops import stage_report_run_config
 from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf

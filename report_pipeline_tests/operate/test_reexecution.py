@@ -14,11 +14,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.archive.store_json import read_manifest
-from report_pipeline.core.retention import retention_audit
-from report_pipeline.core.retention.retention import utc_now
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.checks import retention_audit
+from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import RetentionPolicy
+from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate import reexec_job

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from report_pipeline.core.archive.store_json import read_manifest
+from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.definitions import build_defs
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

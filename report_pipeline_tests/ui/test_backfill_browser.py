@@ -22,7 +22,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from report_pipeline.cli import main
 from report_pipeline.core.archive.months import latest_archived
-from report_pipeline.core.archive.store_json import child_to_json
+from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.intake.live import LiveDagster, place, wait_for
 from report_pipeline_tests.intake.test_live import launch_backfill

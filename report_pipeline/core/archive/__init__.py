@@ -1,2 +1,2 @@
-"""The archive: the store's key space (every key built and parsed here), child records and
-manifests, publishing, and the per-month checks."""
+"""The archive: record each task's children, publish the manifest, the manifest table and a
+month's revisions."""

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 
-from report_pipeline.core.archive import keys, store_json
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive.records import ChildRecord, Manifest, OutcomeRecord
-from report_pipeline.core.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
+from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
+from report_pipeline.core.model.settings import RetentionPolicy
+from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.retention import audit, deadlines
 from report_pipeline.core.retention.material import working_objects
-from report_pipeline.core.retention.retention import deadlines_for, iso, parse_iso, utc_now
-from report_pipeline.core.settings import RetentionPolicy, WorkerSettings
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker.plan_store import missing_tasks
-from report_pipeline.core.worker.worker import complete_manifest, extract
 
 
 def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None) -> ChildRecord:
@@ -73,26 +72,6 @@ def archive(
         extracted.peak_rss_kib,
     )  # fmt: skip
     return result, children
-
-
-def complete_plan(
-    store: Store, staged: StagedReport, archived: list[ArchivedTask], settings: WorkerSettings,
-    owner: str,
-) -> list[ArchivedTask]:  # fmt: skip
-    """Extract and archive here every planned task that has no result in `archived`.
-
-    The manifest must account for the plan, not for whatever reached this step. A re-execution
-    from failure of a run whose worker died mid fan-out leaves out the mapped tasks that never
-    started (Dagster selects only steps with a failed or unfinished attempt), and the collected
-    list is then silently short. Both steps are idempotent, so doing them again is safe.
-    """
-    if staged.reused or complete_manifest(store, staged.ref) is not None:
-        return []
-    done = {task.task.task_key for task in archived}
-    return [
-        archive(store, extract(store, task, settings, owner), 1)[0]
-        for task in missing_tasks(store, staged.ref, done)
-    ]
 
 
 def publish(

@@ -5,30 +5,21 @@ Built here from typed child records; store_json.py writes and reads it.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import replace
 
-from report_pipeline.core.archive.records import (
+from report_pipeline.core.model.clock import Deadlines, parse_iso
+from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.records import (
     SCHEMA_VERSION,
     ChildRecord,
     Counts,
-    Deleted,
     Manifest,
     Metrics,
     PageRow,
     SourceFacts,
+    percentile,
 )
-from report_pipeline.core.messages import RevisionRef
-from report_pipeline.core.retention.retention import Deadlines, parse_iso
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
 def _page_rows(
@@ -118,17 +109,6 @@ def sequenced(records: list[ChildRecord]) -> list[ChildRecord]:
     """Child records from every task, numbered in page order."""
     ordered = sorted(records, key=lambda r: (r.page, r.index))
     return [replace(r, sequence=n) for n, r in enumerate(ordered, start=1)]
-
-
-def tombstone(manifest: Manifest, expired_at: str, size: int, objects: int) -> Manifest:
-    """What stays of an expired revision: the record, with every child marked `expired`."""
-    return replace(
-        manifest,
-        state="expired",
-        expired_at=expired_at,
-        deleted=Deleted(objects=objects, bytes=size),
-        children=tuple(replace(child, state="expired") for child in manifest.children),
-    )
 
 
 def quarantine_reasons(manifest: Manifest) -> Counter:

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.keys import manifest_key
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.retention.revision_audit import revisions
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.keys import manifest_key
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
+
+
+def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
+    """Every archived revision, or only those of one month's reports."""
+    reports = [
+        r
+        for r in store.list_prefixes(keys.ARCHIVE)
+        if not month or keys.in_month(keys.prefix_name(r), month)
+    ]
+    return [
+        (keys.prefix_name(report), keys.prefix_name(revision))
+        for report in reports
+        for revision in store.list_prefixes(report)
+    ]
 
 
 def month_manifests(store: Store, month: str) -> Iterator[tuple[str, Manifest]]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from report_pipeline.core.archive.manifest import quarantine_reasons
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.wording import plural
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.wording import plural
 
 
 def summary(manifest: Manifest, location: str | None = None) -> str:

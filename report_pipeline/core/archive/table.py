@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from report_pipeline.core.archive.keys import manifest_table_key
-from report_pipeline.core.archive.records import Manifest
+from report_pipeline.core.model.keys import manifest_table_key
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 
 if TYPE_CHECKING:

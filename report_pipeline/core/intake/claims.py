@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from report_pipeline.core.archive import keys
+from report_pipeline.core.model import keys
 from report_pipeline.core.storage.store import Store, TransientStorageError
 
 CLAIM_TAG = "report_pipeline/claim"

@@ -15,12 +15,12 @@ from typing import BinaryIO
 
 import pymupdf
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive.records import SourceFacts
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.intake import page_tree
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.records import SourceFacts
+from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.scratch.workdir import private_file
 from report_pipeline.core.storage import store as storage
-from report_pipeline.core.worker import page_tree
-from report_pipeline.core.worker.workdir import private_file
 
 INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")

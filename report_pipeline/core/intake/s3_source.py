@@ -26,8 +26,8 @@ from report_pipeline.core.intake.sources import (
     is_month,
     registered_name,
 )
+from report_pipeline.core.scratch.workdir import private_file
 from report_pipeline.core.storage.s3_errors import MappedBody, is_missing, mapped
-from report_pipeline.core.worker.workdir import private_file
 
 
 class S3PrefixSource:

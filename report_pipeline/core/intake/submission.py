@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from report_pipeline.core.archive.records import SourceFacts
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.intake import (
     INSPECTION_FAILED,
@@ -26,10 +25,10 @@ from report_pipeline.core.intake.intake import (
     stage_stream,
 )
 from report_pipeline.core.intake.sources import Entry, ReportRef, ReportSource, newest
-from report_pipeline.core.settings import WorkerSettings
+from report_pipeline.core.model.records import SourceFacts
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker.workdir import private_workdir
-from report_pipeline.core.worker.worker import lease_for
 
 REVISION_TAG = "report_pipeline/revision"
 REPORT_ID_TAG = "report_pipeline/report_id"

@@ -7,9 +7,9 @@ import secrets
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive.manifest import percentile
-from report_pipeline.core.retention.retention import iso, parse_iso
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.clock import iso, parse_iso
+from report_pipeline.core.model.records import percentile
 from report_pipeline.core.storage.store import ObjectInfo, Store
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from report_pipeline.core.archive import keys
+from report_pipeline.core.model import keys
 from report_pipeline.core.storage.store import Store
 
 WORK = keys.WORK_INDEX  # short clock: staged source, work objects, unfinished revisions

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.archive import store_json
-from report_pipeline.core.archive.keys import archive_prefix, manifest_key
+from report_pipeline.core.model import store_json
+from report_pipeline.core.model.clock import iso
+from report_pipeline.core.model.keys import archive_prefix, manifest_key
+from report_pipeline.core.model.records import tombstone
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import audit, deadlines, untracked
 from report_pipeline.core.retention.audit import Deletion
 from report_pipeline.core.retention.material import revision_material
-from report_pipeline.core.retention.retention import iso
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.scratch.workdir import BUCKET_FORMAT, named_minute, read_lease
 from report_pipeline.core.storage.store import ObjectInfo, Store
-from report_pipeline.core.worker.workdir import BUCKET_FORMAT, named_minute, read_lease
 
 _BUCKET = re.compile(r"^\d{10}$")
 
@@ -136,7 +136,7 @@ def expire_revision(
     manifest = store_json.read_manifest(store, key)
     if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)
-        store_json.write_manifest(store, key, mf.tombstone(manifest, iso(now), size, len(objects)))
+        store_json.write_manifest(store, key, tombstone(manifest, iso(now), size, len(objects)))
     return event
 
 

@@ -9,7 +9,7 @@ worker.
 
 from __future__ import annotations
 
-from report_pipeline.core.archive import keys, store_json
+from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.storage.store import MissingObject, ObjectInfo, Store
 
 

@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from report_pipeline.core.archive import keys
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention.material import unpublished_archive
-from report_pipeline.core.settings import RetentionPolicy
 from report_pipeline.core.storage.store import ObjectInfo, Store
 
 # The two working-material prefixes listed (messages.staged_key, messages.work_prefix):

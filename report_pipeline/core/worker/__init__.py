@@ -1,2 +1,2 @@
-"""The worker: PDF reading, validation, normalization, confined decoders, private workdirs and
-planning (the only part that imports PyMuPDF, Pillow and libmagic)."""
+"""The worker: PDF reading, the page walk, validation, normalization, confined decoders, planning,
+and completing a plan's missing tasks (the only part that imports PyMuPDF, Pillow and libmagic)."""

@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.outcome import ImageOutcome
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.extract import Processed, process_image
-from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import Draws, ImageRef, expand, open_pdf, page_images
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75

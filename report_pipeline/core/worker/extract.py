@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.outcome import ImageOutcome
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import codestream, inline, normalize, validation
-from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import (
     ImageRef,
     components_of,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pymupdf
 from pymupdf import mupdf
 
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.pdf_pages import ImageRef
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from report_pipeline.core.settings import DecodeSettings, Limits
+from report_pipeline.core.model.settings import DecodeSettings, Limits
 from report_pipeline.core.worker import decoder
 from report_pipeline.core.worker.decoder import Decoded, crash_outcome
 from report_pipeline.core.worker.pdf_pages import Draws, compact

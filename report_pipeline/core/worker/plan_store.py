@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from report_pipeline.core.archive import keys, store_json
-from report_pipeline.core.messages import PageTask, RevisionRef
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.messages import PageTask, RevisionRef
+from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.storage.store import MissingObject, Store
 from report_pipeline.core.worker.pdf_pages import Draws, compact, expand
 from report_pipeline.core.worker.planning import group_pages, page_cost

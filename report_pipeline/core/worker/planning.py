@@ -2,7 +2,7 @@
 
 A Dagster step costs ~0.1-0.2 s on the embedded instance, more than one page's work, and about
 0.6 s more on a Celery worker, so pages are grouped until a task holds enough work to pay for its
-steps: about `target_units` of estimated work, a per-executor setting (core/settings.py
+steps: about `target_units` of estimated work, a per-executor setting (core/model/settings.py
 TARGET_UNITS). The per-page record is unchanged.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from report_pipeline.core.settings import TaskSizing
+from report_pipeline.core.model.settings import TaskSizing
 
 # Work units: declared megapixels plus a fixed cost per image (open, hash, write). Fitted on
 # this 2-core machine from the monthly fixture, reference/chelsea_pdta.pdf and the 4800x3600

@@ -14,7 +14,7 @@ import zlib
 import magic
 from PIL import Image
 
-from report_pipeline.core.settings import Limits
+from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import codestream, prefix
 from report_pipeline.core.worker.pdf_pages import ImageRef
 from report_pipeline.core.worker.quarantine import Quarantined

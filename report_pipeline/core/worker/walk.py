@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from pymupdf import mupdf
 
-from report_pipeline.core.settings import DecodeSettings
+from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.worker import decoder
 from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
 from report_pipeline.core.worker.pdf_pages import (

@@ -12,8 +12,6 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from report_pipeline.core.archive import keys, store_json
-from report_pipeline.core.archive.records import Manifest, OutcomeRecord
 from report_pipeline.core.intake.intake import (
     RefusedInput,
     inspect_pdf,
@@ -21,15 +19,20 @@ from report_pipeline.core.intake.intake import (
     revision_for,
     stage_stream,
 )
-from report_pipeline.core.messages import (
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import iso, utc_now
+from report_pipeline.core.model.messages import (
     ExtractedTask,
     PageTask,
     RevisionRef,
     StagedReport,
 )
+from report_pipeline.core.model.outcome import ImageOutcome
+from report_pipeline.core.model.records import OutcomeRecord
+from report_pipeline.core.model.settings import TaskSizing, WorkerSettings
+from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.retention import deadlines
-from report_pipeline.core.retention.retention import iso, utc_now
-from report_pipeline.core.settings import TaskSizing, WorkerSettings
+from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker import walk
@@ -38,20 +41,13 @@ from report_pipeline.core.worker.isolation import (
     decode_pages,
     peak_child_rss_kib,
 )
-from report_pipeline.core.worker.outcome import ImageOutcome
 from report_pipeline.core.worker.pdf_pages import Draws
 from report_pipeline.core.worker.plan_store import plan, read_draws, write_draws
-from report_pipeline.core.worker.workdir import Lease, new_lease, private_file, private_workdir
 
 
 def work_deadline(settings: WorkerSettings) -> datetime:
     """When an unfinished revision's working material may go: the run's lease + the short clock."""
     return utc_now() + settings.retention.unfinished_hold
-
-
-def lease_for(settings: WorkerSettings, owner: str) -> Lease:
-    policy = settings.retention
-    return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
 
 
 def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
@@ -64,11 +60,6 @@ def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
 
 def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def complete_manifest(store: Store, ref: RevisionRef) -> Manifest | None:
-    manifest = store_json.read_manifest(store, ref.manifest_key)
-    return manifest if manifest and manifest.state == "complete" else None
 
 
 def stage(

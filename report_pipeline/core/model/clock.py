@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.model.settings import RetentionPolicy
 
 
 @dataclass(frozen=True)

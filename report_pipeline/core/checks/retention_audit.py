@@ -9,15 +9,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core.archive.keys import archive_prefix, manifest_key
-from report_pipeline.core.retention import audit, deadlines, janitor, untracked
-from report_pipeline.core.retention.check_outcome import DEFAULT_GRACE, CheckOutcome, Overdue
-from report_pipeline.core.retention.revision_audit import (
+from report_pipeline.core.checks.outcome import DEFAULT_GRACE, CheckOutcome, Overdue
+from report_pipeline.core.checks.revision_audit import (
     archive_matches_manifest,
     manifest_complete,
     read_revisions,
 )
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.model.keys import archive_prefix, manifest_key
+from report_pipeline.core.model.settings import RetentionPolicy
+from report_pipeline.core.retention import audit, deadlines, janitor, untracked
 from report_pipeline.core.storage.store import Store
 
 __all__ = ["CheckOutcome", "DEFAULT_GRACE", "audit_all", "audit_archive"]

@@ -8,10 +8,11 @@ only place they become JSON and back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
-from report_pipeline.core.retention.retention import Deadlines
-from report_pipeline.core.worker.outcome import ImageOutcome
+from report_pipeline.core.model.clock import Deadlines
+from report_pipeline.core.model.outcome import ImageOutcome
 
 # What is written. 2: each child with an object records its MD5 (`md5`). 3: what intake found
 # about the PDF itself (`encrypted`, `permissions`, `shared_page_nodes`).
@@ -136,3 +137,22 @@ class Manifest:
     encrypted: bool | None = None
     permissions: tuple[str, ...] | None = None
     shared_page_nodes: int | None = None
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def tombstone(manifest: Manifest, expired_at: str, size: int, objects: int) -> Manifest:
+    """What stays of an expired revision: the record, with every child marked `expired`."""
+    return replace(
+        manifest,
+        state="expired",
+        expired_at=expired_at,
+        deleted=Deleted(objects=objects, bytes=size),
+        children=tuple(replace(child, state="expired") for child in manifest.children),
+    )

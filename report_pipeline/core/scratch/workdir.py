@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core.retention.retention import iso, parse_iso
+from report_pipeline.core.model.clock import iso, parse_iso, utc_now
+from report_pipeline.core.model.settings import WorkerSettings
 
 LEASE_FILE = "lease.json"
 BUCKET_FORMAT = "%Y%m%d%H"
@@ -108,3 +109,8 @@ def new_lease(owner: str, now: datetime, lease_minutes: int, work_minutes: int) 
         iso(now + timedelta(minutes=lease_minutes)),
         iso(now + timedelta(minutes=work_minutes)),
     )
+
+
+def lease_for(settings: WorkerSettings, owner: str) -> Lease:
+    policy = settings.retention
+    return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)

@@ -10,28 +10,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from report_pipeline.core.archive import keys, store_json
-from report_pipeline.core.archive.keys import archive_prefix, manifest_key, plan_key
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.retention.check_outcome import CheckOutcome
-from report_pipeline.core.retention.retention import iso, parse_iso
-from report_pipeline.core.settings import RetentionPolicy
+from report_pipeline.core.archive.months import revisions
+from report_pipeline.core.checks.outcome import CheckOutcome
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import iso, parse_iso
+from report_pipeline.core.model.keys import archive_prefix, manifest_key, plan_key
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.storage.parallel_io import map_io
 from report_pipeline.core.storage.store import Store
-
-
-def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
-    """Every archived revision, or only those of one month's reports."""
-    reports = [
-        r
-        for r in store.list_prefixes(keys.ARCHIVE)
-        if not month or keys.in_month(keys.prefix_name(r), month)
-    ]
-    return [
-        (keys.prefix_name(report), keys.prefix_name(revision))
-        for report in reports
-        for revision in store.list_prefixes(report)
-    ]
 
 
 @dataclass(frozen=True)

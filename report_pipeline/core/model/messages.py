@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from report_pipeline.core.archive import keys
-from report_pipeline.core.archive.records import Counts, Manifest, SourceFacts
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.records import Counts, Manifest, SourceFacts
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from report_pipeline.core.retention.retention import iso
+from report_pipeline.core.model.clock import iso
 
 DEFAULT_GRACE = timedelta(minutes=10)
 

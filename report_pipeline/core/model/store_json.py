@@ -14,7 +14,10 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from report_pipeline.core.archive.records import (
+from report_pipeline.core.model.clock import Deadlines
+from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.outcome import ImageOutcome
+from report_pipeline.core.model.records import (
     READABLE_SCHEMAS,
     ChildRecord,
     Counts,
@@ -24,9 +27,7 @@ from report_pipeline.core.archive.records import (
     OutcomeRecord,
     PageRow,
 )
-from report_pipeline.core.retention.retention import Deadlines
 from report_pipeline.core.storage.store import MissingObject, PermanentStorageError, Store
-from report_pipeline.core.worker.outcome import ImageOutcome
 
 JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
 # Left out when None: a tombstone's keys, and schema 3's keys in a manifest read from an older
@@ -137,3 +138,9 @@ def read_children(store: Store, key: str) -> list[ChildRecord]:
 
 def write_children(store: Store, key: str, children: list[ChildRecord]) -> None:
     store.put_bytes(key, json.dumps([child_to_json(c) for c in children]).encode())
+
+
+def complete_manifest(store: Store, ref: RevisionRef) -> Manifest | None:
+    """The revision's manifest when it is complete (else None: none yet, or incomplete)."""
+    manifest = read_manifest(store, ref.manifest_key)
+    return manifest if manifest and manifest.state == "complete" else None

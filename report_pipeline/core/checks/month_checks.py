@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from report_pipeline.core.archive.keys import archive_prefix
 from report_pipeline.core.archive.months import ARCHIVED_STATES, month_manifests
-from report_pipeline.core.archive.records import Manifest
-from report_pipeline.core.retention.check_outcome import CheckOutcome
-from report_pipeline.core.retention.retention import iso, parse_iso
-from report_pipeline.core.retention.revision_audit import compared, verify_revision
+from report_pipeline.core.checks.outcome import CheckOutcome
+from report_pipeline.core.checks.revision_audit import compared, verify_revision
+from report_pipeline.core.model.clock import iso, parse_iso
+from report_pipeline.core.model.keys import archive_prefix
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 
 

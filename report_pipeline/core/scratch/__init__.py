@@ -1,0 +1,1 @@
+"""Private working directories on local disk and the leases that say when they may go."""
