@@ -20,8 +20,8 @@ import dagster as dg
 from report_pipeline.core.archive.months import revisions
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.core.policy import MAX_TRIES
 from report_pipeline.core.storage.store import Store
+from report_pipeline.defs.guard import MAX_TRIES
 from report_pipeline.defs.ops import stage_report_run_config
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}

@@ -9,6 +9,7 @@ import dagster as dg
 
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.checks import archive_retention_checks
+from report_pipeline.defs.dead_runs import dead_run_sensor
 from report_pipeline.defs.deployment import deployment, executor_for, executor_name, resources_for
 from report_pipeline.defs.image_archive import image_archive
 from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
@@ -16,7 +17,6 @@ from report_pipeline.defs.manifest_table import manifest_table, manifest_table_s
 from report_pipeline.defs.overdue import overdue_report_sensor
 from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
 from report_pipeline.defs.sensors import new_report_sensor
-from report_pipeline.defs.stale_runs import dead_run_sensor
 
 
 def build_defs(deployment_name: str) -> dg.Definitions:

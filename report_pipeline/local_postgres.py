@@ -26,7 +26,6 @@ import psycopg2
 from report_pipeline.loopback import free_port
 
 SHARED = ("127.0.0.1", 5432)
-CAN_CREATE = "SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user"
 
 
 @dataclass(frozen=True)

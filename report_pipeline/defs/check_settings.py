@@ -1,5 +1,5 @@
-"""Thresholds of the per-month checks (the essay's signals, the quarantine rate and the report's
-due day)."""
+"""Thresholds of the per-month checks (validation on the first attempt, queue age, the
+quarantine rate and the report's due day)."""
 
 import dagster as dg
 from pydantic import Field

@@ -1,8 +1,9 @@
-"""How an op turns a core exception into Dagster's language, via the core decision table.
+"""The one place that decides retry versus dead letter, and says it in Dagster's language.
 
-Only a transient storage error is ever re-raised for the op's RetryPolicy; refused input,
-permanent storage errors, exhausted retries and unexpected errors are dead letters that Dagster
-will not retry (`allow_retries=False`), visible as a failed step to re-execute from failure.
+Only a transient storage error is ever re-raised for the op's RetryPolicy, while attempts remain
+(`retries`); refused input, permanent storage errors, exhausted retries and unexpected errors
+are dead letters that Dagster will not retry (`allow_retries=False`), visible as a failed step to
+re-execute from failure. Bad image bytes never get here: the worker quarantines them in place.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import TypeVar
 import dagster as dg
 
 from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.policy import MAX_TRIES, Action, Attempt, next_action
 from report_pipeline.core.storage.store import StorageError
 
 T = TypeVar("T")
+MAX_TRIES = 4  # attempts of a step at a transient storage error, the first included
 
 STORAGE_RETRY = dg.RetryPolicy(
     max_retries=MAX_TRIES - 1,
@@ -24,6 +25,11 @@ STORAGE_RETRY = dg.RetryPolicy(
     backoff=dg.Backoff.EXPONENTIAL,
     jitter=dg.Jitter.PLUS_MINUS,
 )
+
+
+def retries(error: StorageError, tries: int, max_tries: int = MAX_TRIES) -> bool:
+    """Whether attempt `tries` (1: the first) is retried: a transient error, attempts left."""
+    return error.transient and tries < max_tries
 
 
 def owner(context: dg.OpExecutionContext) -> str:
@@ -41,10 +47,7 @@ def guarded(context: dg.OpExecutionContext, work: Callable[[], T]) -> T:
             allow_retries=False,
         ) from None
     except StorageError as error:
-        attempt = Attempt(
-            status=type(error).__name__, transient=error.transient, validation_ok=True
-        )
-        if next_action(attempt, tries) == Action.RETRY:
+        if retries(error, tries):
             context.log.warning(f"transient storage error on attempt {tries}; retrying: {error}")
             raise
         raise dg.Failure(

@@ -9,7 +9,7 @@ import dagster as dg
 from report_pipeline.core.model import keys
 from report_pipeline.core.model.wording import plural
 from report_pipeline.core.retention import janitor
-from report_pipeline.core.retention.audit import Deletion
+from report_pipeline.core.retention.deletion_log import Deletion
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.partitions import monthly_partitions
 from report_pipeline.defs.resources import StoreResource, WorkerResource

@@ -161,9 +161,10 @@ def archive_pages(
     context: dg.OpExecutionContext, store: StoreResource, staged: StagedReport,
     extracted: ExtractedTask,
 ) -> dg.Output[ArchivedTask]:  # fmt: skip
-    """One page group (first_page..last_page): move its validated images into the revision's
-    archive (once per content hash), keep quarantined streams for review, and write the
-    group's child records (a per-page table in the step's metadata).
+    """One page group (first_page..last_page): record its children beside the images and
+    quarantined streams that extraction already wrote to the revision's archive (once per
+    content hash), and write the group's child records (a per-page table in the step's
+    metadata).
 
     `staged` ties each archive step to `stage_report` as well as to its own extraction. Without
     it, a re-execution from failure of a run killed before any extraction finished selects the

@@ -181,12 +181,3 @@ class WorkerResource(dg.ConfigurableResource):
             walk_cpu_seconds=self.walk_cpu_seconds, walk_seconds=self.walk_seconds,
         )  # fmt: skip
         return WorkerSettings(root, limits, retention, decode=decode)
-
-
-def production_store_resource() -> StoreResource:
-    """The `store` resource on S3, configured from the environment (see defs/s3_resources.py:
-    REPORT_PIPELINE_S3_BUCKET, REPORT_PIPELINE_S3_PREFIX, REPORT_PIPELINE_S3_ENDPOINT or
-    AWS_ENDPOINT_URL, AWS_REGION, and the standard AWS credential variables)."""
-    from report_pipeline.defs import s3_resources  # imports dagster_aws only when asked for
-
-    return s3_resources.production_store_resource()

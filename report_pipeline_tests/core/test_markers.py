@@ -14,7 +14,7 @@ from report_pipeline.core.checks import retention_audit
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.retention import audit, janitor
+from report_pipeline.core.retention import deletion_log, janitor
 from report_pipeline.core.scratch.workdir import LEASE_FILE, create_workdir, lease_for
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.worker import extract, stage
@@ -109,7 +109,7 @@ def test_material_no_marker_covers_is_reported_and_deleted_with_an_audit_event(s
                      ("untracked_work", "inbox-2026-10", "rev1", 500)]  # fmt: skip
     assert all(e.lag_seconds == pytest.approx(660, abs=60) for e in sweep.deletions)
     assert keys(store, "staged") == [] and keys(store, "work") == []
-    logged = {e.kind for e in audit.read(store, now - timedelta(days=1))}
+    logged = {e.kind for e in deletion_log.read(store, now - timedelta(days=1))}
     assert logged == {"untracked_staged", "untracked_work"}
     assert all(o.passed for o in checks(store, settings, late(settings, now)).values())
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from report_pipeline.core.checks import retention_audit
-from report_pipeline.core.retention import audit, janitor
+from report_pipeline.core.retention import deletion_log, janitor
 from report_pipeline.core.storage.local_store import PARTIAL, LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError
@@ -79,7 +79,7 @@ def test_a_write_killed_midway_is_swept_after_its_hold_with_an_audit_event(
     assert (event.kind, event.item, event.bytes, event.objects) == (
         "partial_write", partial.name, PART, 1)  # fmt: skip
     assert not partial.exists()
-    assert audit.read(store, late - timedelta(days=1)) == [event]  # the audit stream has it
+    assert deletion_log.read(store, late - timedelta(days=1)) == [event]  # the audit stream has it
     assert work_check(store, settings, late).passed
     assert janitor.run(store, settings.work_root, late, settings.retention).deletions == []
 

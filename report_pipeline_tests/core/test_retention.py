@@ -10,7 +10,7 @@ from report_pipeline.core.checks import retention_audit
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import parse_iso, utc_now
 from report_pipeline.core.model.store_json import read_manifest
-from report_pipeline.core.retention import audit, janitor
+from report_pipeline.core.retention import deletion_log, janitor
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.worker.worker import stage
@@ -68,7 +68,7 @@ def test_gate4_expired_temporary_directory_disappears_on_next_janitor_pass(store
 
 
 def audit_events(store):
-    return [e.__dict__ for e in audit.read(store, utc_now() - timedelta(days=1))]
+    return [e.__dict__ for e in deletion_log.read(store, utc_now() - timedelta(days=1))]
 
 
 def test_unfinished_revision_fails_three_checks_until_the_janitor_removes_it(store, settings):

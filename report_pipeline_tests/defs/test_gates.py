@@ -1,4 +1,4 @@
-"""The four deployment gates from the essay, through Dagster with real storage."""
+"""The four deployment gates (docs/operate.md), through Dagster with real storage."""
 
 import json
 

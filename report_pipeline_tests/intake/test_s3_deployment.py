@@ -12,8 +12,8 @@ import pytest
 from report_pipeline.defs.assets import report_manifest
 from report_pipeline.defs.jobs import extract_report_job
 from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.resources import InboxResource, SourceSpec, production_store_resource
-from report_pipeline.defs.s3_resources import S3StoreResource
+from report_pipeline.defs.resources import InboxResource, SourceSpec
+from report_pipeline.defs.s3_resources import S3StoreResource, production_store_resource
 from report_pipeline.defs.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.settings import WorkerSettings
-from report_pipeline.core.retention import audit
+from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
 
@@ -57,7 +57,7 @@ def test_expired_workdirs_go_with_an_audit_event_and_live_ones_stay(tmp_path: Pa
     assert done.returncode == 0, done.stderr[-2000:]
     assert "host janitor: deleted 1 workdir," in done.stdout
     assert not workdir.exists()
-    [event] = audit.read(LocalStore(tmp_path / "store"), late - timedelta(days=1))
+    [event] = deletion_log.read(LocalStore(tmp_path / "store"), late - timedelta(days=1))
     assert (event.kind, event.item) == ("workdir", workdir.name)
     assert event.bytes >= 1000  # the page and the lease file
     assert str(tmp_path) not in done.stdout + done.stderr  # no paths in what it prints

@@ -12,7 +12,7 @@ from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, Sta
 from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.model.store_json import complete_manifest
-from report_pipeline.core.retention import audit, deadlines
+from report_pipeline.core.retention import deadlines, deletion_log
 from report_pipeline.core.retention.material import working_objects
 from report_pipeline.core.storage.store import Store
 
@@ -109,7 +109,7 @@ def publish(
     if complete:
         work_by = parse_iso(manifest.deadlines.work_delete_by)
         material = working_objects(store, ref.report_id, ref.revision)
-        audit.delete_audited(
+        deletion_log.delete_audited(
             store, "working_material", ref.report_id, ref.revision, work_by, now, material
         )
     return manifest, False

@@ -64,8 +64,8 @@ def archive_matches_manifest(store: Store, manifest: Manifest) -> CheckOutcome:
 
 
 def first_attempt_validation(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
-    """The essay's first signal: share of image occurrences whose final outcome (archived or
-    quarantined) came on the first attempt. It falls only when work was retried or redelivered;
+    """Share of image occurrences whose final outcome (archived or quarantined) came on the
+    first attempt. It falls only when work was retried or redelivered;
     bad input is `quarantine_rate`'s business."""
     pct = float(manifest.metrics.validated_first_attempt_pct)
     passed = pct >= limits.min_first_attempt_pct
@@ -97,7 +97,7 @@ def quarantine_rate(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
 
 
 def queue_age_p95(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
-    """The essay's second signal: p95 age of a queued child task when its work started."""
+    """The p95 age of a queued child task when its work started."""
     age = float(manifest.metrics.queue_age_p95_seconds)
     passed = age <= limits.max_queue_age_p95_seconds
     return CheckOutcome(

@@ -17,7 +17,7 @@ from report_pipeline.core.checks.revision_audit import (
 )
 from report_pipeline.core.model.keys import archive_prefix, manifest_key
 from report_pipeline.core.model.settings import RetentionPolicy
-from report_pipeline.core.retention import audit, deadlines, janitor, untracked
+from report_pipeline.core.retention import deadlines, deletion_log, janitor, untracked
 from report_pipeline.core.storage.store import Store
 
 __all__ = ["CheckOutcome", "DEFAULT_GRACE", "audit_all", "audit_archive"]
@@ -81,7 +81,7 @@ def audit_archive(
 
 
 def _with_lag(store: Store, now: datetime, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
-    lag = audit.lag_summary(store, now)
+    lag = deletion_log.lag_summary(store, now)
     return [replace(o, metadata={**o.metadata, **lag}) for o in outcomes]
 
 

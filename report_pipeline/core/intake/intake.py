@@ -42,14 +42,6 @@ class Inspection:
     facts: SourceFacts  # repaired, encrypted (and its permissions), shared page-tree nodes
 
 
-@dataclass(frozen=True)
-class StagedSource:
-    path: Path
-    sha256: str
-    size: int
-    superseded: int  # other reports in the same month that this revision replaces
-
-
 def check_month(month: str) -> str:
     if not _MONTH.match(month):
         raise RefusedInput("bad_month", f"month must look like YYYY-MM, got {month!r}")

@@ -132,19 +132,6 @@ def claim_generation(key: str) -> int:
 
 
 @dataclass(frozen=True)
-class StagedKey:
-    report_id: str
-    revision: str
-
-
-def parse_staged_key(key: str) -> StagedKey:
-    parts = key.split("/")
-    if len(parts) != 3 or parts[0] != STAGED or not parts[2].endswith(".pdf"):
-        raise ValueError(f"not a staged key: {key!r}")
-    return StagedKey(parts[1], parts[2].removesuffix(".pdf"))
-
-
-@dataclass(frozen=True)
 class ArchiveKey:
     report_id: str
     revision: str

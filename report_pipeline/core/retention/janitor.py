@@ -25,8 +25,8 @@ from report_pipeline.core.model.clock import iso
 from report_pipeline.core.model.keys import archive_prefix, manifest_key
 from report_pipeline.core.model.records import tombstone
 from report_pipeline.core.model.settings import RetentionPolicy
-from report_pipeline.core.retention import audit, deadlines, untracked
-from report_pipeline.core.retention.audit import Deletion
+from report_pipeline.core.retention import deadlines, deletion_log, untracked
+from report_pipeline.core.retention.deletion_log import Deletion
 from report_pipeline.core.retention.material import revision_material
 from report_pipeline.core.scratch.workdir import BUCKET_FORMAT, named_minute, read_lease
 from report_pipeline.core.storage.store import ObjectInfo, Store
@@ -84,7 +84,7 @@ def sweep_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> None:
         size, files = dir_size(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
         stats.deletions.append(
-            audit.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
+            deletion_log.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
         )
         emptied.add(bucket)
     for bucket in emptied | _past_buckets(work_root, now):
@@ -117,7 +117,7 @@ def sweep_working_material(
         if material and in_use(material, now, policy):
             stats.in_use.add(entry.revision)
             continue  # keep the entry: look again on a later pass
-        event = audit.delete_audited(
+        event = deletion_log.delete_audited(
             store, "working_material", entry.report_id, entry.revision, entry.deadline, now,
             material,
         )  # fmt: skip
@@ -132,7 +132,9 @@ def expire_revision(
     """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`)."""
     key = manifest_key(report_id, revision)
     objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
-    event = audit.delete_audited(store, "archive", report_id, revision, deadline, now, objects)
+    event = deletion_log.delete_audited(
+        store, "archive", report_id, revision, deadline, now, objects
+    )
     manifest = store_json.read_manifest(store, key)
     if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)
@@ -156,7 +158,7 @@ def sweep_untracked(
     for found in list(untracked.overdue(store, now, policy)):
         if found.revision in stats.in_use:
             continue  # the index's sweep keeps it for a run (its archive part is newer)
-        event = audit.delete_audited(
+        event = deletion_log.delete_audited(
             store, found.kind, found.report_id, found.revision, found.deadline, now, found.objects
         )
         if event:
@@ -178,8 +180,8 @@ def sweep_abandoned_writes(
 ) -> None:
     for item, name, deadline in list(abandoned_writes(store, now, policy)):
         store.delete_abandoned([item.key])
-        event = audit.deletion("partial_write", name, "", "", deadline, now, item.size, 1)
-        audit.record(store, event)
+        event = deletion_log.deletion("partial_write", name, "", "", deadline, now, item.size, 1)
+        deletion_log.record(store, event)
         stats.deletions.append(event)
 
 
@@ -190,7 +192,7 @@ def sweep_host(store: Store, work_root: Path, now: datetime) -> JanitorPass:
     stats = JanitorPass()
     sweep_workdirs(work_root, now, stats)
     for event in stats.deletions:
-        audit.record(store, event)
+        deletion_log.record(store, event)
     return stats
 
 

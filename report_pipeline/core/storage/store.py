@@ -7,7 +7,6 @@ atomically, so a reader never sees half an object and a retried write is harmles
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -111,11 +110,3 @@ def check_key(key: str) -> str:
     if not _KEY.match(key) or any(part in {".", ".."} for part in key.split("/")):
         raise PermanentStorageError(f"invalid store key {key!r}")
     return key
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -37,11 +37,6 @@ def check_size(length: int, limits: Limits) -> None:
         )
 
 
-def check_signature(raw: bytes, ref: ImageRef) -> str | None:
-    """The outermost filter says what the raw bytes must be; their structure says what they are."""
-    return check_codec(ref.filters[0], raw) if ref.filters else None
-
-
 def check_codec(codec: str, data: bytes) -> str | None:
     """The type name when ``data`` is what ``codec`` decodes; None when no exact check exists."""
     try:

@@ -1,4 +1,5 @@
-"""The audit stream: one immutable JSON object per deletion. No image bytes, no source paths."""
+"""The deletion log (the audit stream): one immutable JSON object per deletion. No image bytes,
+no source paths. The checks that audit retention are in core/checks/."""
 
 from __future__ import annotations
 
