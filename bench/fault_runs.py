@@ -19,6 +19,8 @@ import dagster as dg
 
 from report_pipeline.core.archive.months import revisions
 from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.plan import Plan, read_plan
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.guard import MAX_TRIES
@@ -83,19 +85,19 @@ def run_months(
     return runs
 
 
-def month_manifest(store: Store, month: str) -> tuple[Manifest, dict]:
+def month_manifest(store: Store, month: str) -> tuple[Manifest, Plan]:
     """The month's one revision: its manifest and plan."""
     found = revisions(store, month)
     assert len(found) == 1, f"{month}: {len(found)} revisions"
     report_id, revision = found[0]
     manifest = store_json.read_manifest(store, keys.manifest_key(report_id, revision))
     assert manifest is not None, f"{month}: no manifest"
-    plan = json.loads(store.get_bytes(keys.plan_key(report_id, revision), 1 << 20))
-    return manifest, plan
+    ref = RevisionRef(report_id, month, manifest.source_hash, manifest.extractor_version, revision)
+    return manifest, read_plan(store, ref)
 
 
-def task_of(plan: dict, page: int) -> str:
-    (task,) = [t["task_key"] for t in plan["tasks"] if t["first_page"] <= page <= t["last_page"]]
+def task_of(plan: Plan, page: int) -> str:
+    (task,) = [t.task_key for t in plan.tasks if t.first_page <= page <= t.last_page]
     return task
 
 

@@ -9,7 +9,6 @@ Exactly the wanted share of each is due at `now`; the rest is due later.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import secrets
 from collections import Counter
@@ -24,6 +23,7 @@ from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso
 from report_pipeline.core.model.keys import children_key
 from report_pipeline.core.model.messages import RevisionRef
+from report_pipeline.core.model.plan import Plan, write_plan
 from report_pipeline.core.model.records import ChildRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import deadlines
@@ -107,7 +107,7 @@ def archived_revision(store: LocalStore, ref: RevisionRef, archive_by: datetime,
     images = [PNG + rng.randbytes(rng.randint(200, 400)) for _ in range(3)]
     places = [(page, i) for page, count in EXPECTED.items() for i in range(count)]
     records = [_child(p, i, data, ref, at) for (p, i), data in zip(places, images, strict=True)]
-    store.put_bytes(ref.plan_key, json.dumps({"expected": EXPECTED, "queued_at": at}).encode())
+    write_plan(store, ref, Plan(EXPECTED, {}, at, ()))
     for record, data in zip(records, images, strict=True):
         store.put_bytes(record.object_key, data)
     children = children_key(ref.report_id, ref.revision, TASK_KEY)

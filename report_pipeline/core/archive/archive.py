@@ -3,12 +3,11 @@ manifest."""
 
 from __future__ import annotations
 
-import json
-
 from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.model.plan import read_plan
 from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.model.store_json import complete_manifest
@@ -89,17 +88,15 @@ def publish(
     existing = complete_manifest(store, ref)
     if existing is not None:
         return existing, True
-    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
-    expected = {int(page): count for page, count in plan["expected"].items()}
-    broken = {int(page): count for page, count in plan.get("broken", {}).items()}
+    plan = read_plan(store, ref)
     records: list[ChildRecord] = []
     for task in sorted(archived, key=lambda t: t.task.first_page):
         records.extend(store_json.read_children(store, task.children_key))
     now = utc_now()
     peak = max((task.peak_rss_kib for task in archived), default=0)
     manifest = mf.build_manifest(
-        ref, expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
-        staged.page_count, staged.facts, broken,
+        ref, plan.expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
+        staged.page_count, staged.facts, plan.broken,
     )  # fmt: skip
     complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -15,6 +14,7 @@ from report_pipeline.core.checks.outcome import CheckOutcome
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.keys import archive_prefix, manifest_key, plan_key
+from report_pipeline.core.model.plan import queued_at
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.storage.parallel_io import map_io
@@ -56,7 +56,7 @@ def read_revisions(
 def _plan_deadline(store: Store, key: str, policy: RetentionPolicy) -> datetime | None:
     if not store.exists(key):
         return None
-    queued = parse_iso(json.loads(store.get_bytes(key, store_json.JSON_CAP))["queued_at"])
+    queued = parse_iso(queued_at(store.get_bytes(key, store_json.JSON_CAP)))
     return queued + policy.unfinished_hold
 
 

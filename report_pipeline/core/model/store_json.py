@@ -1,9 +1,10 @@
 """JSON at the store's edge: the only place the archive's records become JSON and back.
 
 `outcomes.json` (the worker's outcomes of one task), `children/<task>.json` (its child records)
-and `manifest.json` are read and written here and nowhere else. Manifests are written as schema
-2: schema 1 key for key, plus `md5` on each child that has an object (left out when there is
-none, so a schema 1 manifest, read and written back, keeps its bytes); both still read.
+and `manifest.json` are read and written here and nowhere else (`plan.json`: plan.py).
+Manifests are written as schema 3: schema 1 key for key, plus `md5` on each child that has an
+object (left out when there is none, so a schema 1 manifest, read and written back, keeps its
+bytes); all still read.
 `outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
 image) is refused: its task must be extracted again.
 """

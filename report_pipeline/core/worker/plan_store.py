@@ -9,11 +9,11 @@ second time (core/worker/pdf_pages.py `page_images`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import PageTask, RevisionRef
+from report_pipeline.core.model.plan import Plan, read_plan, write_plan
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.storage.store import MissingObject, Store
 from report_pipeline.core.worker.pdf_pages import Draws, compact, expand
@@ -49,33 +49,13 @@ def plan(
         for g in groups
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    # The tasks too: the manifest step finds any task Dagster's re-execution left out by them.
-    plan_record = {"expected": expected, "queued_at": queued_at, "broken": broken or {},
-                   "tasks": [task_record(task) for task in tasks]}  # fmt: skip
-    store.put_bytes(ref.plan_key, json.dumps(plan_record).encode())
+    write_plan(store, ref, Plan(expected, broken or {}, queued_at, tuple(tasks)))
     return tasks
-
-
-def task_record(task: PageTask) -> dict:
-    """A planned task as plan.json keeps it (its revision is the plan's)."""
-    fields = asdict(task)
-    del fields["ref"]
-    return fields
-
-
-def planned_tasks(store: Store, ref: RevisionRef) -> list[PageTask]:
-    """Every task the revision's plan holds (none for a plan written before tasks were kept)."""
-    plan = json.loads(store.get_bytes(ref.plan_key, store_json.JSON_CAP))
-    return [
-        PageTask(ref, **{**record, "unread_inline": tuple(
-            (page, n) for page, n in record.get("unread_inline", ()))})
-        for record in plan.get("tasks", [])
-    ]  # fmt: skip
 
 
 def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
     """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
-    return [task for task in planned_tasks(store, ref) if task.task_key not in done]
+    return [task for task in read_plan(store, ref).tasks if task.task_key not in done]
 
 
 def write_draws(store: Store, ref: RevisionRef, draws: list[Draws]) -> None:
