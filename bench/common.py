@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from report_pipeline.proc import proc_stat
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -43,7 +45,7 @@ TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def proc_cpu(pid: int) -> float:
     """utime + stime of one process from /proc (Linux), in seconds; 0 once it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = proc_stat(pid)
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS
@@ -57,7 +59,7 @@ def group_cpu(pgid: int, roles: dict[str, str]) -> dict[str, float]:
     totals: dict[str, float] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = proc_stat(entry.name)
             line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue

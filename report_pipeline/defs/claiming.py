@@ -3,7 +3,7 @@ instance."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
@@ -29,12 +29,20 @@ def runs_of(instance: dg.DagsterInstance) -> Callable[[str], list[tuple[str, str
     return lookup
 
 
+def unfinished_runs(
+    instance: dg.DagsterInstance, month: str, limit: int | None = None
+) -> Sequence[dg.DagsterRun]:
+    """The month's runs that are queued, starting or running, newest first: the one query for
+    them (claims here, the overdue sensor)."""
+    return instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/partition": month}, statuses=UNFINISHED), limit=limit
+    )
+
+
 def unresolved_run(instance: dg.DagsterInstance, month: str) -> str | None:
     """An unfinished run of the month that has not read its report yet (a UI launch or backfill
     of the primary inbox, before `stage_report` tags it with its revision)."""
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/partition": month}, statuses=UNFINISHED)
-    )
+    runs = unfinished_runs(instance, month)
     return next((run.run_id for run in runs if REVISION_TAG not in run.tags), None)
 
 

@@ -29,6 +29,7 @@ import dagster as dg
 
 from report_pipeline.core.model.wording import plural
 from report_pipeline.defs.jobs import extract_report_job
+from report_pipeline.proc import proc_stat
 
 PARTITION_TAG = "dagster/partition"
 REPLACES_TAG = "report_pipeline/replaces_run"
@@ -47,7 +48,7 @@ def process_alive_since(pid: int, since: float) -> bool:
     """Whether process `pid` exists and started no later than `since` (a Unix time): a pid
     reused by a newer process is not the run's worker."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = proc_stat(pid)
         started = _boot_time() + int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return False

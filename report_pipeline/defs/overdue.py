@@ -13,7 +13,7 @@ import dagster as dg
 
 from report_pipeline.core.checks import month_checks
 from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.claiming import UNFINISHED
+from report_pipeline.defs.claiming import unfinished_runs
 from report_pipeline.defs.clock import ClockResource
 from report_pipeline.defs.month_checks import check_evaluation
 from report_pipeline.defs.partitions import monthly_partitions
@@ -28,10 +28,7 @@ def _settled(cursor: str | None) -> set[str]:
 
 def _in_flight(instance: dg.DagsterInstance, month: str) -> bool:
     """A run of the month is queued or running: look again on the next tick."""
-    runs = instance.get_run_records(
-        dg.RunsFilter(tags={"dagster/partition": month}, statuses=UNFINISHED), limit=1
-    )
-    return bool(runs)
+    return bool(unfinished_runs(instance, month, limit=1))
 
 
 @dg.sensor(

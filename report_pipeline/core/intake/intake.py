@@ -17,8 +17,9 @@ import pymupdf
 
 from report_pipeline.core.intake import page_tree
 from report_pipeline.core.model import keys
+from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.records import SourceFacts
-from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.model.settings import Limits, WorkerSettings
 from report_pipeline.core.scratch.workdir import private_file
 from report_pipeline.core.storage import store as storage
 
@@ -76,6 +77,36 @@ def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str
         with open(dest, "wb") as out:
             size = copy_capped(src, out, max_bytes, digest)
     return dest, digest.hexdigest(), size
+
+
+@dataclass(frozen=True)
+class Identified:
+    """A report streamed into a private file, hashed, inspected and named."""
+
+    path: Path  # the private copy, in the caller's workdir
+    ref: RevisionRef
+    size: int
+    inspection: Inspection
+
+
+def identify(
+    source: Path, workdir: Path, source_name: str, month: str, settings: WorkerSettings,
+    expected_hash: str = "",
+) -> Identified:  # fmt: skip
+    """The one way a report is identified, at intake and at staging: streamed into a private
+    file under the byte cap and hashed once, refused as `changed` when its bytes are not the
+    ones intake admitted (`expected_hash`), inspected, and named by its report id and revision
+    (the idempotency key)."""
+    path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
+    if expected_hash and digest != expected_hash:
+        raise RefusedInput(
+            "changed", "the report changed after intake; its new bytes get their own run"
+        )
+    checked = inspect_pdf(path, settings.limits)
+    report_id = report_id_for(source_name, month)
+    revision = revision_for(report_id, digest, settings.extractor_version)
+    ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
+    return Identified(path, ref, size, checked)
 
 
 def copy_capped(src: BinaryIO, out: BinaryIO, max_bytes: int, digest=None) -> int:

@@ -19,10 +19,7 @@ from report_pipeline.core.intake.intake import (
     INSPECTION_FAILED,
     RefusedInput,
     check_month,
-    inspect_pdf,
-    report_id_for,
-    revision_for,
-    stage_stream,
+    identify,
 )
 from report_pipeline.core.intake.sources import Entry, ReportRef, ReportSource, newest
 from report_pipeline.core.model.records import SourceFacts
@@ -117,14 +114,14 @@ def admit(
 def _admit(
     source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
 ) -> Admission:
-    limits = settings.limits
-    with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
-        with source.opened(ref, workdir, limits.max_report_bytes) as path:
-            staged, digest, size = stage_stream(path, workdir, limits.max_report_bytes)
-        checked = inspect_pdf(staged, limits)
-    report_id = report_id_for(source.name, month)
-    revision = revision_for(report_id, digest, settings.extractor_version)
-    return Admission(ref, month, report_id, digest, revision, size, checked.pages, checked.facts)
+    with (
+        private_workdir(settings.work_root, lease_for(settings, owner)) as workdir,
+        source.opened(ref, workdir, settings.limits.max_report_bytes) as path,
+    ):
+        found = identify(path, workdir, source.name, month, settings)
+    key, checked = found.ref, found.inspection
+    return Admission(ref, month, key.report_id, key.source_hash, key.revision, found.size,
+                     checked.pages, checked.facts)  # fmt: skip
 
 
 def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:

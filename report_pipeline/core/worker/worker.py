@@ -12,13 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from report_pipeline.core.intake.intake import (
-    RefusedInput,
-    inspect_pdf,
-    report_id_for,
-    revision_for,
-    stage_stream,
-)
+from report_pipeline.core.intake.intake import RefusedInput, identify
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import (
@@ -75,21 +69,14 @@ def stage(
     complete manifest is neither staged nor planned again.
     """
     with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
-        path, digest, size = stage_stream(source, workdir, settings.limits.max_report_bytes)
-        if expected_hash and digest != expected_hash:
-            raise RefusedInput(
-                "changed", "the report changed after intake; its new bytes get their own run"
-            )
-        checked = inspect_pdf(path, settings.limits)
-        report_id = report_id_for(source_name, month)
-        revision = revision_for(report_id, digest, settings.extractor_version)
-        ref = RevisionRef(report_id, month, digest, settings.extractor_version, revision)
-        staged = StagedReport(ref, checked.pages, size, superseded, False, checked.facts)
+        found = identify(source, workdir, source_name, month, settings, expected_hash)
+        ref, checked = found.ref, found.inspection
+        staged = StagedReport(ref, checked.pages, found.size, superseded, False, checked.facts)
         if complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []
-        walked = _image_counts(path, checked.pages, settings)
+        walked = _image_counts(found.path, checked.pages, settings)
         mark_work(store, ref, settings)
-        store.put_file(ref.staged_key, path)
+        store.put_file(ref.staged_key, found.path)
     write_draws(store, ref, walked.draws)  # before the plan: a task never misses its draws
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
                  walked.broken, walked.unread)  # fmt: skip

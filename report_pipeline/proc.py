@@ -1,0 +1,12 @@
+"""The one reader of /proc/<pid>/stat (Linux): whether a run's worker is still the process that
+started it (defs/dead_runs.py), and the benchmarks' CPU figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name, state first (so field N of
+    proc(5) is at N - 3). OSError once the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
