@@ -48,10 +48,10 @@ dev: setup  ## the Dagster UI on the embedded default (sqlite under dagster_home
 # on this machine: Postgres from DAGSTER_PG_URL, S3 from REPORT_PIPELINE_S3_BUCKET (+ AWS_ENDPOINT_URL);
 # else a throwaway PostgreSQL server and a local moto S3 server for the command's lifetime.
 demo-production: setup fixtures/pdfs/monthly_report.pdf  ## the demo on the production configuration
-	$(UV) run python -m report_pipeline.deploy_local demo --month $(MONTH)
+	$(UV) run python -m devstack.deploy_local demo --month $(MONTH)
 
 dev-production: setup  ## the Dagster UI on the production configuration
-	env --default-signal=INT,TERM $(UV) run python -m report_pipeline.deploy_local dev $(DEV_FLAGS)
+	env --default-signal=INT,TERM $(UV) run python -m devstack.deploy_local dev $(DEV_FLAGS)
 
 lint: setup
 	$(UV) run ruff check --fix .

@@ -16,8 +16,8 @@ from typing import Any
 
 from bench import common
 from bench.common import ROOT, BenchError
+from devstack.loopback import free_port
 from report_pipeline import graphql_api
-from report_pipeline.loopback import free_port
 
 BIN = Path(sys.executable).parent
 REPOSITORY = {"repositoryLocationName": "report_pipeline", "repositoryName": "__repository__"}

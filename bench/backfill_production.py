@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.servers import INBOX_PREFIX, PREFIX, production_stack
-from report_pipeline import local_celery
+from devstack import local_celery
 from report_pipeline.core.storage.s3_store import S3Store
 
 WORKERS = ["w1", "w2"]

@@ -41,7 +41,7 @@ from bench import common
 from bench.celery_runs import FIXTURE, Bench, fit, scaled_report
 from bench.common import ROOT, BenchError
 from bench.servers import production_stack
-from report_pipeline import local_celery
+from devstack import local_celery
 from report_pipeline.core.model.settings import TARGET_UNITS
 
 FIRST_MONTH = "2000-01"  # many months: each run gets one of its own

@@ -17,7 +17,7 @@ from statistics import median
 import dagster as dg
 
 from bench.common import ROOT, BenchError
-from report_pipeline import local_celery
+from devstack import local_celery
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.defs.ops import stage_report_run_config

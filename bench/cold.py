@@ -43,7 +43,7 @@ FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 
 def sample(variant: str, endpoint: str) -> dict:
     """One run in this (fresh) process: the `--child` side."""
-    from report_pipeline import local_s3
+    from devstack import local_s3
 
     os.environ.update({**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint})
     if variant in RUNS:
@@ -84,8 +84,8 @@ def _run(variant: str, scratch: Path, endpoint: str) -> dict:
         run = measure.plain(FIXTURE, scratch, table=variant == "plain")
         return {**run, "cpu_s": own_cpu() - cpu}
     from bench import production
-    from report_pipeline import local_pgbouncer
-    from report_pipeline.local_postgres import local_server
+    from devstack import local_pgbouncer
+    from devstack.local_postgres import local_server
 
     with local_server() as server, local_pgbouncer.pgbouncer(server) as pooler:
         return production.production(FIXTURE, scratch, server, endpoint, pooler)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(sample(*args.child)))
         return 0
-    from report_pipeline import local_s3
+    from devstack import local_s3
 
     samples: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     ratios: dict[str, list[float]] = {f"{v}/{p}": [] for v in RUNS for p in VARIANTS[:2]}

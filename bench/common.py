@@ -72,7 +72,7 @@ def group_cpu(pgid: int, roles: dict[str, str]) -> dict[str, float]:
 
 def s3_server_pids(endpoint: str) -> list[int]:
     """The process of `local_s3.moto_server()` serving `endpoint` (started by any process)."""
-    from report_pipeline import local_s3
+    from devstack import local_s3
 
     return pids_with(" ".join(local_s3.command(int(endpoint.rsplit(":", 1)[1]))[1:]))
 

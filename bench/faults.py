@@ -40,12 +40,12 @@ from bench.fault_runs import (
     struck_after_writes,
     verify_month,
 )
-from report_pipeline import local_s3
+from devstack import local_s3
+from devstack.local_postgres import fresh_database, local_server
 from report_pipeline.core.storage import faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
-from report_pipeline.local_postgres import fresh_database, local_server
 
 PDF = ROOT / "fixtures" / "pdfs" / "image_paths.pdf"
 INSTANCE_YAML = ROOT / "deploy" / "production" / "dagster.yaml"

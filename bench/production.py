@@ -7,7 +7,7 @@ deploy/production/dagster.yaml (Postgres storage, S3 compute logs), with Postgre
 on a loopback port. Every run gets a fresh database and fresh buckets. The embedded-default run
 (`bench.measure.dagster`) runs in the same rounds, to separate Postgres + S3 from Dagster itself.
 When PgBouncer is installed, the production run also runs through it (`dagster_production_pooled`:
-the same database server behind a session-mode pooler, report_pipeline/local_pgbouncer.py), since
+the same database server behind a session-mode pooler, devstack/local_pgbouncer.py), since
 dagster-postgres opens a new connection per event a run writes.
 """
 
@@ -30,10 +30,10 @@ import dagster as dg
 from bench import common, measure
 from bench.common import ROOT, BenchError, own_cpu, proc_cpu, s3_server_pids
 from bench.measure import MONTH, QUIET, Sample
-from report_pipeline import local_pgbouncer, local_s3
+from devstack import local_pgbouncer, local_s3
+from devstack.local_postgres import Server, fresh_database, local_server
 from report_pipeline.definitions import build_defs
 from report_pipeline.defs import s3_resources
-from report_pipeline.local_postgres import Server, fresh_database, local_server
 
 INSTANCE_YAML = ROOT / "deploy" / "production" / "dagster.yaml"
 VARIANTS = ["plain", "dagster", "dagster_production"]

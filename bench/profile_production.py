@@ -34,8 +34,8 @@ import botocore.client
 from bench import measure
 from bench import production as prod
 from bench.common import ROOT, own_cpu, proc_cpu, s3_server_pids
-from report_pipeline import local_s3
-from report_pipeline.local_postgres import local_server
+from devstack import local_s3
+from devstack.local_postgres import local_server
 
 _lock = threading.Lock()
 requests: Counter = Counter()

@@ -23,7 +23,7 @@ from pathlib import Path
 from statistics import median
 
 from bench.common import own_cpu, proc_cpu
-from report_pipeline import local_s3
+from devstack import local_s3
 from report_pipeline.defs.s3_resources import LEAN
 
 PUTS = 300

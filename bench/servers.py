@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from report_pipeline import local_celery, local_s3
-from report_pipeline.local_postgres import fresh_database, local_server
+from devstack import local_celery, local_s3
+from devstack.local_postgres import fresh_database, local_server
 
 PREFIX, INBOX_PREFIX = "pipeline", "incoming"
 

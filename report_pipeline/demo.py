@@ -2,7 +2,7 @@
 
 The run goes into the embedded default instance (DAGSTER_HOME=dagster_home), so `make dev`
 shows it afterwards. `make demo-production` runs this same module on the production instance
-(report_pipeline/deploy_local.py), where the store is on S3: the manifest is read through the
+(devstack/deploy_local.py), where the store is on S3: the manifest is read through the
 deployment's store resource.
 """
 

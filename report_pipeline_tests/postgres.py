@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from report_pipeline.local_postgres import Server, fresh_database, local_server
+from devstack.local_postgres import Server, fresh_database, local_server
 
 FORCE_ENV = "REPORT_PIPELINE_TEST_POSTGRES"
 REPO = Path(__file__).resolve().parents[1]

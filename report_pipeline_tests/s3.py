@@ -15,7 +15,7 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-from report_pipeline import local_s3
+from devstack import local_s3
 
 CREDENTIALS = {**local_s3.CREDENTIALS, "AWS_SESSION_TOKEN": "testing"}
 
@@ -40,7 +40,7 @@ def client(endpoint: str, attempts: int = 3, timeout: float = 10) -> Any:
 
 def start_server() -> tuple[Any, str]:
     """Start the S3 server `make demo-production` and the bench use (moto's S3 service,
-    report_pipeline/local_s3.py) in a thread, on a port the OS picks; returns (server, endpoint
+    devstack/local_s3.py) in a thread, on a port the OS picks; returns (server, endpoint
     URL). `server.shutdown()` stops it."""
     server = local_s3.make_server(0)
     threading.Thread(target=server.serve_forever, name="s3-server", daemon=True).start()

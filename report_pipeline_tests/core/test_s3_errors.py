@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from report_pipeline import loopback
+from devstack import loopback
 from report_pipeline.core.storage.s3_errors import classify
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from devstack.loopback import free_port
 from report_pipeline import graphql_api
-from report_pipeline.loopback import free_port
 from report_pipeline_tests.conftest import fixture_pdf
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline import local_celery
+from devstack import local_celery
+from devstack.local_postgres import fresh_database
 from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.local_postgres import fresh_database
 from report_pipeline_tests.postgres import production_home
 from report_pipeline_tests.production.conftest import Backend
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack.local_s3 import CREDENTIALS, private_bucket
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
-from report_pipeline.local_s3 import CREDENTIALS, private_bucket
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.postgres import Database, production_home, test_database
 from report_pipeline_tests.s3 import S3, client

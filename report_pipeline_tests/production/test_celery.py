@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from report_pipeline import local_celery
+from devstack import local_celery
 from report_pipeline.core.model.settings import TARGET_UNITS
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline_tests.production.celery_cluster import (

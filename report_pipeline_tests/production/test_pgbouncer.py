@@ -1,4 +1,4 @@
-"""The production benchmark's pooler (report_pipeline/local_pgbouncer.py): a Dagster instance on
+"""The production benchmark's pooler (devstack/local_pgbouncer.py): a Dagster instance on
 Postgres works through PgBouncer, and the pooler keeps server connections open across the
 client connections dagster-postgres opens and closes for each event it writes."""
 
@@ -8,7 +8,7 @@ import dagster as dg
 import psycopg2
 import yaml
 
-from report_pipeline.local_pgbouncer import pgbouncer, pooling_settings
+from devstack.local_pgbouncer import pgbouncer, pooling_settings
 from report_pipeline_tests.postgres import test_database
 
 

@@ -8,7 +8,7 @@ import os
 import psycopg2
 import pytest
 
-from report_pipeline.local_postgres import SHARED, answering, local_server
+from devstack.local_postgres import SHARED, answering, local_server
 from report_pipeline_tests.postgres import FORCE_ENV, Database, test_database
 
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from report_pipeline.loopback import free_port
+from devstack.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCTION_YAML = REPO / "deploy" / "production" / "dagster.yaml"

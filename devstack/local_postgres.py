@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg2
 
-from report_pipeline.loopback import free_port
+from devstack.loopback import free_port
 
 SHARED = ("127.0.0.1", 5432)
 

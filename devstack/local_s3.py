@@ -1,6 +1,6 @@
 """An S3 API server for one machine (`make demo-production`, `make dev-production`, the bench):
 moto's S3 service (moto[server], in the dev dependency group) on a free loopback port, in its own
-process (`python -m report_pipeline.local_s3 --port N`), stopped at the end with everything it
+process (`python -m devstack.local_s3 --port N`), stopped at the end with everything it
 held. Not Dagster, not core: plain Python.
 
 It serves moto's S3 application alone, through the same werkzeug server and request handler as
@@ -21,11 +21,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import boto3
 
-from report_pipeline.loopback import free_port, wait_accepting
+from devstack.loopback import free_port, wait_accepting
 
 # Dummy credentials: moto accepts any; set in the environment of whatever talks to it.
 CREDENTIALS = {
@@ -52,7 +53,7 @@ def make_server(port: int = 0) -> Any:
 
 def command(port: int) -> list[str]:
     """The command that serves moto's S3 application on `port` in a process of its own."""
-    return [sys.executable, "-m", "report_pipeline.local_s3", "--port", str(port)]
+    return [sys.executable, "-m", "devstack.local_s3", "--port", str(port)]
 
 
 @contextmanager
@@ -77,8 +78,9 @@ def server_process(
     pid) while the block runs; stopped at the end."""
     port = free_port()
     process = subprocess.Popen(
-        argv(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+        argv(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=Path(__file__).resolve().parents[1],  # where `-m devstack.local_s3` is found
+    )  # fmt: skip
     try:
         if not wait_accepting(port, process, timeout):
             raise RuntimeError(f"the S3 server did not start on 127.0.0.1:{port}")
@@ -111,7 +113,7 @@ def private_bucket(s3: Any, name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m report_pipeline.local_s3")
+    parser = argparse.ArgumentParser(prog="python -m devstack.local_s3")
     parser.add_argument("--port", type=int, required=True)
     make_server(parser.parse_args(argv).port).serve_forever()
 

@@ -43,8 +43,8 @@ def postgres_url() -> Iterator[str]:
         print(f"Postgres: {redacted(url)} (DAGSTER_PG_URL)", flush=True)
         yield url
         return
-    from report_pipeline import local_pgbouncer
-    from report_pipeline.local_postgres import throwaway_server
+    from devstack import local_pgbouncer
+    from devstack.local_postgres import throwaway_server
 
     with throwaway_server() as server:
         print(
@@ -85,7 +85,7 @@ def s3_env() -> Iterator[dict[str, str]]:
         print(f"S3: bucket {bucket} at {endpoint} (REPORT_PIPELINE_S3_BUCKET)", flush=True)
         yield {}
         return
-    from report_pipeline import local_s3
+    from devstack import local_s3
 
     with local_s3.moto_server() as endpoint:
         client = local_s3.client(endpoint)

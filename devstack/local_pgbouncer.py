@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from report_pipeline.local_postgres import Server, _run_as
-from report_pipeline.loopback import free_port, wait_accepting
+from devstack.local_postgres import Server, _run_as
+from devstack.loopback import free_port, wait_accepting
 
 BINARY = ("pgbouncer", "/usr/sbin/pgbouncer")
 SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "production" / "pgbouncer.ini"
