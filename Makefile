@@ -12,7 +12,7 @@ MONTH_SENSITIVE := report_pipeline_tests/intake/test_submit_refusals.py \
 	report_pipeline_tests/intake/test_submission.py report_pipeline_tests/intake/test_watch.py \
 	report_pipeline_tests/defs/test_overdue.py report_pipeline_tests/defs/test_month_checks.py
 
-.PHONY: setup demo test dev fixtures lint bench demo-production dev-production
+.PHONY: setup demo test check dev fixtures lint bench demo-production dev-production
 
 # --compile-bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process
 # (and every new run's sqlite event-log shard, which loads alembic's migrations) compiles from source.
@@ -31,6 +31,22 @@ fixtures/pdfs/monthly_report.pdf:
 
 demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly report as one partition
 	$(UV) run python -m report_pipeline.demo --month $(MONTH)
+
+# The quick tier: no test that starts a live server (report_pipeline_tests/conftest.py), on every core.
+QUICK := -q -p no:cacheprovider -m "not live" -n auto
+# `make check PYTHON=3.13`: the quick tier on another Python (3.11 to 3.13), in .venv-3.13 from
+# the same lock; the interpreter from pyenv when it has one, else python3.13 on PATH.
+check:  ## lint and every test that needs no live server, in under 2 minutes
+ifdef PYTHON
+	$(eval OTHER := $(or $(wildcard $(shell pyenv prefix $(PYTHON) 2>/dev/null)/bin/python$(PYTHON)),python$(PYTHON)))
+	UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) sync --locked --quiet --compile-bytecode --python $(OTHER)
+	UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) run --locked --python $(OTHER) pytest $(QUICK)
+else
+	$(MAKE) setup
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run pytest $(QUICK)
+endif
 
 test: setup  ## the whole suite, plus lint (installs missing system packages first)
 	bash .ci/system-packages

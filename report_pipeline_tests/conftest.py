@@ -18,6 +18,20 @@ from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
+# The quick tier (`make check`: pytest -m "not live") leaves out every test that starts a live
+# server: `dagster dev` or a webserver and daemon, Postgres, PgBouncer, Redis and Celery workers,
+# a browser, or a fault backfill. The folders that hold only such tests, and the fixtures that
+# start one anywhere else.
+LIVE_FOLDERS = {"production", "ui", "faults", "operate", "bench"}
+LIVE_FIXTURES = {"postgres", "production_instance", "pg_env", "backend", "browser", "page",
+                 "backfill", "live", "server", "dev_server"}  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(str(item.path)).relative_to(Path(__file__).parent).parts[0]
+        if folder in LIVE_FOLDERS or LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)
 
 
 @pytest.fixture(autouse=True)

@@ -8,30 +8,45 @@ import json
 import pytest
 
 from report_pipeline.cli import EXIT_NO_PAGE, EXIT_NOT_ARCHIVED, main
+from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
 
 MONTH = "2026-10"
 
 
-@pytest.fixture(params=["local", "production"])
-def deployed(request, tmp_path, settings, monkeypatch):
-    """The monthly report archived for MONTH in the deployment's store, found by `show` from
-    the environment alone: its manifest."""
+@pytest.fixture(scope="module", params=["local", "production"])
+def archived(request, tmp_path_factory, s3_server) -> tuple[dict[str, str], Manifest]:
+    """The monthly report archived for MONTH in the deployment's store, once per deployment
+    (the tests only read it): the environment `show` finds it from, and its manifest."""
+    root = tmp_path_factory.mktemp(request.param)
     if request.param == "local":
-        monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
-        store = LocalStore(tmp_path / "store")
+        env = {"REPORT_PIPELINE_STORE": str(root / "store")}
+        store = LocalStore(root / "store")
     else:
-        s3 = request.getfixturevalue("s3")
-        monkeypatch.setenv("REPORT_PIPELINE_DEPLOYMENT", "production")
-        monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", s3.bucket)
-        monkeypatch.setenv("REPORT_PIPELINE_S3_PREFIX", "pipeline")
-        monkeypatch.setenv("REPORT_PIPELINE_S3_ENDPOINT", s3.endpoint)
+        s3 = s3_helpers.fresh(s3_server)
+        env = {"REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_S3_BUCKET": s3.bucket,
+               "REPORT_PIPELINE_S3_PREFIX": "pipeline", "REPORT_PIPELINE_S3_ENDPOINT": s3.endpoint,
+               **s3_helpers.CREDENTIALS, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}  # fmt: skip
         store = S3Store(s3.client, s3.bucket, prefix="pipeline")
-    return run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", MONTH)
+    settings = WorkerSettings(root / "work")
+    return env, run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", MONTH)
+
+
+@pytest.fixture
+def deployed(archived, monkeypatch) -> Manifest:
+    """`show`'s environment for the archived deployment: its manifest."""
+    env, manifest = archived
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return manifest
 
 
 def test_a_page_lists_exactly_the_manifests_records_for_it(deployed, capsys):
