@@ -112,14 +112,15 @@ def worker_app_args() -> dict[str, Any]:
 # every step's result waited 0.5 s on average, and each level of the graph (stage, extract,
 # archive, publish) at least that before the next was submitted: ~2 s of a run's ~3 s fixed
 # Celery cost (bench/README.md). A poll asks Redis once per step in flight (GET, well under a
-# millisecond). Set when the executor is chosen, i.e. in the process that runs the loop; the
-# test pins it with the dagster-celery version.
+# millisecond). Set when the executor is chosen, i.e. in the process that runs the loop
+# (defs/library_seams.py, where its test is).
 POLL_SECONDS = 0.2
 
 
 def celery_executor() -> dg.ExecutorDefinition:
     from dagster_celery import celery_executor as executor  # ~0.3 s: only when chosen
-    from dagster_celery import core_execution_loop
 
-    core_execution_loop.TICK_SECONDS = POLL_SECONDS
+    from report_pipeline.defs.library_seams import set_celery_poll
+
+    set_celery_poll(POLL_SECONDS)
     return executor.configured(executor_config(), name="celery")

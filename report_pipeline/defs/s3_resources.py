@@ -18,11 +18,8 @@ only looks at which variables are set, to know which ones to wire):
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
-import boto3
-import botocore.session
 import dagster as dg
 from botocore.config import Config
 from botocore.handlers import disable_signing
@@ -34,6 +31,7 @@ from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import ReportSource
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
+from report_pipeline.defs import library_seams
 from report_pipeline.defs.resources import InboxResource, StoreResource, _build, faults_setting
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
@@ -50,35 +48,15 @@ LEAN = Config(
 )
 
 
-_loader_lock = threading.Lock()
-_loader: Any = None  # botocore's data loader, shared by every client this process makes
-
-
-def _boto3_session(profile_name: str | None) -> boto3.session.Session:
-    """A new boto3 session (its own credentials, profile and environment, read now) whose
-    botocore data loader is shared by the process: the JSON service models it parses (S3's,
-    the endpoint rules) take 0.1-0.3 s per session, once instead of once per client."""
-    global _loader
-    with _loader_lock:
-        core = botocore.session.Session()
-        if _loader is None:
-            _loader = core.get_component("data_loader")
-        core.register_component("data_loader", _loader)
-        session = boto3.session.Session(botocore_session=core, profile_name=profile_name)
-        # boto3 appends its own data folder to the loader's search path for every session
-        _loader.search_paths[:] = list(dict.fromkeys(_loader.search_paths))
-    return session
-
-
 class S3ClientResource(S3Resource):
     """`dagster_aws`'s S3Resource, configured the same way, whose clients cost ~10 ms instead of
     ~0.1-0.3 s each: a production run makes three (store, report source, IO manager), and each
     S3Resource.get_client() started a boto3 session that parsed botocore's service models again.
     Each client still gets a session of its own (credentials, profile and environment are read
-    when it is made); only the parsed models are shared (`_boto3_session`)."""
+    when it is made); only the parsed models are shared (`library_seams.boto3_session`)."""
 
     def get_client(self) -> Any:
-        client = _boto3_session(self.profile_name).client(
+        client = library_seams.boto3_session(self.profile_name).client(
             "s3",
             region_name=self.region_name,
             use_ssl=self.use_ssl,
