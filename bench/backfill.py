@@ -27,21 +27,15 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from statistics import median
 
-import dagster as dg
-
 from bench import backfill_production, common, measure
-from bench.backfill_live import Live, dagster_dev
-from bench.backfill_timeline import describe, timeline
+from bench.backfill_live import check_manifests, dagster_dev, run_backfill
+from bench.backfill_timeline import describe
 from bench.common import ROOT, BenchError
-from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.storage.store import Store
 
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 EMBEDDED = ROOT / "dagster_home" / "dagster.yaml"
@@ -67,34 +61,6 @@ def plain_seconds(
     times = ", ".join(f"{s['wall_s']:.2f}" for s in samples)
     log(f"plain loop: {times} s per report")
     return [s["wall_s"] for s in samples], [s["cpu_s"] for s in samples], samples[0]["counts"]
-
-
-def check_manifests(store: Store, months: list[str], counts: dict) -> None:
-    for month in months:
-        keys = [o.key for o in store.list(f"archive/inbox-{month}/")
-                if o.key.endswith("/manifest.json")]  # fmt: skip
-        if len(keys) != 1:
-            raise BenchError(f"{month}: {len(keys)} manifests, expected 1")
-        manifest = read_manifest(store, keys[0])
-        if manifest is None or asdict(manifest.counts) != counts:
-            raise BenchError(f"{month}: manifest counts differ from the plain loop's")
-
-
-def run_backfill(live: Live, home: Path, months: list[str], args: argparse.Namespace) -> dict:
-    live.before_backfill_tick(args.tick_wait)
-    started, before = time.time(), live.cpu()
-    backfill_id = live.launch(months, args.kind)
-    found = live.wait_backfill(backfill_id, args.timeout)
-    observed, after = time.time() - started, live.cpu()
-    cpu = {role: after.get(role, 0.0) - before.get(role, 0.0) for role in after}
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        t = timeline(instance, backfill_id, found["timestamp"], found["endTimestamp"])
-    if t["other_report_runs"]:  # e.g. the intake sensor's: they compete for the same slots
-        raise BenchError(f"report runs outside the backfill: {t['other_report_runs']}")
-    failed = [r for r in t["runs"] if r["status"] != "SUCCESS"]
-    if failed or len(t["runs"]) != len(months):
-        raise BenchError(f"{len(t['runs'])} runs for {len(months)} months, failed: {failed}")
-    return {"backfill_id": backfill_id, "observed_wall_s": observed, "dagster_cpu_s": cpu, **t}
 
 
 def local_backfill(root: Path, args: argparse.Namespace, months: list[str], counts: dict) -> dict:

@@ -3,6 +3,7 @@ the GraphQL calls it makes as the UI makes them, and the backfill's timeline fro
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -10,14 +11,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
+
 from bench import common
+from bench.backfill_timeline import timeline
 from bench.common import ROOT, BenchError
 from devstack.loopback import free_port
 from report_pipeline import graphql_api
+from report_pipeline.core.model.store_json import read_manifest
+from report_pipeline.core.storage.store import Store
 
 BIN = Path(sys.executable).parent
 REPOSITORY = {"repositoryLocationName": "report_pipeline", "repositoryName": "__repository__"}
@@ -180,3 +186,31 @@ def _stop(process: subprocess.Popen) -> None:
     with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # the code server's run workers too
     process.wait(timeout=30)
+
+
+def check_manifests(store: Store, months: list[str], counts: dict) -> None:
+    for month in months:
+        keys = [o.key for o in store.list(f"archive/inbox-{month}/")
+                if o.key.endswith("/manifest.json")]  # fmt: skip
+        if len(keys) != 1:
+            raise BenchError(f"{month}: {len(keys)} manifests, expected 1")
+        manifest = read_manifest(store, keys[0])
+        if manifest is None or asdict(manifest.counts) != counts:
+            raise BenchError(f"{month}: manifest counts differ from the plain loop's")
+
+
+def run_backfill(live: Live, home: Path, months: list[str], args: argparse.Namespace) -> dict:
+    live.before_backfill_tick(args.tick_wait)
+    started, before = time.time(), live.cpu()
+    backfill_id = live.launch(months, args.kind)
+    found = live.wait_backfill(backfill_id, args.timeout)
+    observed, after = time.time() - started, live.cpu()
+    cpu = {role: after.get(role, 0.0) - before.get(role, 0.0) for role in after}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        t = timeline(instance, backfill_id, found["timestamp"], found["endTimestamp"])
+    if t["other_report_runs"]:  # e.g. the intake sensor's: they compete for the same slots
+        raise BenchError(f"report runs outside the backfill: {t['other_report_runs']}")
+    failed = [r for r in t["runs"] if r["status"] != "SUCCESS"]
+    if failed or len(t["runs"]) != len(months):
+        raise BenchError(f"{len(t['runs'])} runs for {len(months)} months, failed: {failed}")
+    return {"backfill_id": backfill_id, "observed_wall_s": observed, "dagster_cpu_s": cpu, **t}

@@ -26,8 +26,7 @@ def celery_backfill(
     root: Path, args: argparse.Namespace, months: list[str], counts: dict,
     log: Callable[[str], None],
 ) -> dict:  # fmt: skip
-    from bench.backfill import check_manifests, run_backfill
-    from bench.backfill_live import dagster_dev
+    from bench.backfill_live import check_manifests, dagster_dev, run_backfill
 
     home = root / "home"
     home.mkdir()

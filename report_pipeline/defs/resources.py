@@ -85,7 +85,7 @@ class InboxResource(dg.ConfigurableResource):
 
 def _build(spec: SourceSpec) -> ReportSource:
     if spec.bucket:
-        from report_pipeline.defs.s3_resources import s3_source_client  # dagster_aws: ~0.4 s
+        from report_pipeline.defs.s3_clients import s3_source_client  # dagster_aws: ~0.4 s
 
         client = s3_source_client(spec.endpoint_url, spec.region)
         return S3PrefixSource(spec.name, spec.bucket, spec.prefix, client)
