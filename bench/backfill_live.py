@@ -36,7 +36,7 @@ BACKFILL = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
     ... on PartitionBackfill { status timestamp endTimestamp } } }"""
 DAEMON_HEALTH = """query { instance { daemonHealth { allDaemonStatuses {
     daemonType healthy lastHeartbeatTime } } } }"""
-DAEMON_LOOP_S = 30  # the backfill daemon's loop: fixed in Dagster 1.13 (see bench/README.md)
+DAEMON_LOOP_S = 30  # the backfill daemon's loop: fixed in Dagster 1.13 (see bench/HISTORY.md)
 SENSOR = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
     ... on Sensor { sensorState { id status ticks(limit: 1) { status } } } } }"""
 STOP_SENSOR = "mutation($id: String) { stopSensor(id: $id) { __typename } }"

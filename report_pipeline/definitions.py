@@ -39,6 +39,6 @@ defs = build_defs(deployment())
 # Whoever loads this module (a run worker, a step worker, the code server) keeps what it has
 # loaded until it exits: ~150,000 objects. Frozen (gc.freeze), the garbage collector's full passes
 # leave them alone and walk only what the process makes afterwards: a cold report run spent
-# 0.37 s collecting, 0.21 s now (`python -m bench.cold`, bench/README.md). Decoder children,
+# 0.37 s collecting, 0.21 s now (`python -m bench.cold`, bench/HISTORY.md). Decoder children,
 # forked from the run, inherit the freeze.
 gc.freeze()

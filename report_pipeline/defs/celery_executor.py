@@ -111,7 +111,7 @@ def worker_app_args() -> dict[str, Any]:
 # TICK_SECONDS = 1 between polls (dagster_celery/core_execution_loop.py, read at each sleep), so
 # every step's result waited 0.5 s on average, and each level of the graph (stage, extract,
 # archive, publish) at least that before the next was submitted: ~2 s of a run's ~3 s fixed
-# Celery cost (bench/README.md). A poll asks Redis once per step in flight (GET, well under a
+# Celery cost (bench/HISTORY.md). A poll asks Redis once per step in flight (GET, well under a
 # millisecond). Set when the executor is chosen, i.e. in the process that runs the loop
 # (defs/library_seams.py, where its test is).
 POLL_SECONDS = 0.2

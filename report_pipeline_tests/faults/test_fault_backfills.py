@@ -31,7 +31,7 @@ from report_pipeline_tests.intake.test_live import finished
 
 # Seeded: the same faults on both stores. At 20% a step needs its 4th (last) attempt with
 # probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through within
-# 3, and six extract_pages attempts fault after they created images (bench/README.md).
+# 3, and six extract_pages attempts fault after they created images (bench/HISTORY.md).
 SPEC = "transient=0.2,seed=3"
 MONTHS = months_from("2025-01", 12)
 PAGES_PER_TASK = 3  # three page groups a month: 9 steps

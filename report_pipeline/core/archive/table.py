@@ -3,7 +3,7 @@
 
 Built with pandas, imported in `frame`, the one place that needs it: importing it with the
 definitions cost every code server, sensor tick, CLI call and run worker ~0.3-0.4 s of CPU
-(bench/README.md, "Throughput"). The `manifest_table` asset (defs/manifest_table.py) and the
+(bench/HISTORY.md, "Throughput"). The `manifest_table` asset (defs/manifest_table.py) and the
 benchmark's plain loop (bench/measure.py) both write the table through `write_table`.
 """
 

@@ -54,7 +54,7 @@ class RetentionPolicy:
 # per executor: each task is two steps, and a step's fixed cost depends on where it runs.
 # In-process (~0.16-0.22 s a step on Postgres + S3): 400 units, ~8 s, keeps it near 2-4%.
 # On Celery a step cost 0.64-0.75 s more (0.22 s since the S3 clients share botocore's models)
-# and a run ~0.6-2 s more (bench/README.md, `python -m bench.celery`): a report spread over two
+# and a run ~0.6-2 s more (bench/HISTORY.md, `python -m bench.celery`): a report spread over two
 # groups paid ~6-7 s that an in-process run does not (now ~2 s: 1.07x measured).
 # 1000 units (~20 s of plain-loop work, ~30-40 s on Postgres + S3 here) keeps that under 25% for
 # the smallest report that spreads (just over 1000 units: two groups of half that); below it a
