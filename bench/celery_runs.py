@@ -20,7 +20,7 @@ from bench.common import ROOT, BenchError
 from devstack import local_celery
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.ops import stage_report_run_config
 
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 

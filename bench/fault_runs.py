@@ -23,8 +23,8 @@ from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.plan import Plan, read_plan
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.guard import MAX_TRIES
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.guard import MAX_TRIES
+from report_pipeline.defs.reports.ops import stage_report_run_config
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 TASK_STEP = re.compile(r"\.((?:extract|archive)_pages\[\w+\])$")  # -> extract_pages[task]

@@ -29,8 +29,12 @@ import dagster as dg
 from bench.common import ROOT
 from report_pipeline.core.intake import sources as core_sources
 from report_pipeline.core.intake import watch
-from report_pipeline.defs import sensors
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports import sensors
 
 REPORT = (ROOT / "fixtures" / "pdfs" / "monthly_report.pdf").read_bytes()
 SMALL = (ROOT / "fixtures" / "pdfs" / "no_images.pdf").read_bytes()

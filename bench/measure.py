@@ -27,13 +27,17 @@ from report_pipeline.core.archive.table import write_table
 from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment import EXECUTOR
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.deployment import EXECUTOR
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table
+from report_pipeline.defs.reports.ops import stage_report_run_config
 
 INSTANCE_YAML = ROOT / "dagster_home" / "dagster.yaml"
 MONTH = "2026-10"

@@ -33,7 +33,7 @@ from bench.measure import MONTH, QUIET, Sample
 from devstack import local_pgbouncer, local_s3
 from devstack.local_postgres import Server, fresh_database, local_server
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs import library_seams
+from report_pipeline.defs.deployment import library_seams
 
 INSTANCE_YAML = ROOT / "deploy" / "production" / "dagster.yaml"
 VARIANTS = ["plain", "dagster", "dagster_production"]
@@ -69,8 +69,8 @@ def production(
         shutil.copyfile(INSTANCE_YAML, tmp / "home" / "dagster.yaml")
         job = build_defs("production").resolve_job_def("extract_report_job")
         # A run process parses botocore's service models once, for its first S3 client (its
-        # later clients share them, defs/library_seams.py): make each run pay that parse here
-        # too, instead of only the first run of this long-lived process.
+        # later clients share them, defs/deployment/library_seams.py): make each run pay that
+        # parse here too, instead of only the first run of this long-lived process.
         library_seams.forget_shared_models()
         moto = s3_server_pids(endpoint)
         with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:

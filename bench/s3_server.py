@@ -24,7 +24,7 @@ from statistics import median
 
 from bench.common import own_cpu, proc_cpu
 from devstack import local_s3
-from report_pipeline.defs.s3_clients import LEAN
+from report_pipeline.defs.deployment.s3_clients import LEAN
 
 PUTS = 300
 BODY = os.urandom(60_000)

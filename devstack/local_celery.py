@@ -46,7 +46,7 @@ class Redis:
     @property
     def env(self) -> dict[str, str]:
         """The broker (database 0) and result backend (1), as the executor and workers read
-        them (defs/celery_executor.py)."""
+        them (defs/deployment/celery_executor.py)."""
         return {
             "REPORT_PIPELINE_CELERY_BROKER": self.url(0),
             "REPORT_PIPELINE_CELERY_BACKEND": self.url(1),

@@ -4,7 +4,7 @@
 
 The same as `dagster-celery worker start -A dagster_celery.app -y <config> -n w1`, without the
 generated config module: the Celery app is built from the configuration the run's executor uses
-(defs/celery_executor.py: broker, result backend, late acknowledgement, the visibility
+(defs/deployment/celery_executor.py: broker, result backend, late acknowledgement, the visibility
 timeout), read from this process's environment, and the worker consumes dagster-celery's queue.
 
 Each worker host needs what a code server needs, in its own environment: the project installed,
@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from report_pipeline.defs import deployment as chosen
+from report_pipeline.defs.deployment import deployment as chosen
 
 
 def check_environment() -> None:
@@ -46,7 +46,7 @@ def make_worker_app():
     from dagster_celery.make_app import make_app
     from dagster_celery.tasks import create_task
 
-    from report_pipeline.defs.celery_executor import worker_app_args
+    from report_pipeline.defs.deployment.celery_executor import worker_app_args
 
     app = make_app(worker_app_args())
     create_task(app)  # registers `execute_plan`, the task each step is sent as
@@ -54,7 +54,7 @@ def make_worker_app():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from report_pipeline.defs.celery_executor import QUEUE
+    from report_pipeline.defs.deployment.celery_executor import QUEUE
 
     parser = argparse.ArgumentParser(prog="python -m report_pipeline.celery_worker")
     parser.add_argument("--name", default="dagster", help="worker name; the host is appended")

@@ -138,9 +138,9 @@ def _submit(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from report_pipeline.core.intake.submission import submit
-    from report_pipeline.defs.deployment import deployment, resources_for
-    from report_pipeline.defs.ops import stage_report_run_config
-    from report_pipeline.defs.partitions import monthly_partitions
+    from report_pipeline.defs.deployment.deployment import deployment, resources_for
+    from report_pipeline.defs.deployment.partitions import monthly_partitions
+    from report_pipeline.defs.reports.ops import stage_report_run_config
     from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 
     # The deployment's resources, wired from this process's environment now and built as a run
@@ -184,7 +184,7 @@ def _show(args: argparse.Namespace) -> int:
     from report_pipeline.core.archive.months import latest_archived
     from report_pipeline.core.archive.summary import page_counts, page_occurrences
     from report_pipeline.core.model.store_json import child_to_json
-    from report_pipeline.defs.deployment import deployment, resources_for
+    from report_pipeline.defs.deployment.deployment import deployment, resources_for
 
     with dg.build_resources({"store": resources_for(deployment())["store"]}) as built:
         found = latest_archived(built.store.get_store(), args.month)

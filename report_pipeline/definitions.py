@@ -1,22 +1,28 @@
 """The one place the Dagster definitions are assembled, and the one place the executor is set
 (every job inherits it). Resources and executor depend on the deployment
 (`REPORT_PIPELINE_DEPLOYMENT`, `REPORT_PIPELINE_EXECUTOR`, read here once at load: see
-defs/deployment.py)."""
+defs/deployment/deployment.py)."""
 
 import gc
 
 import dagster as dg
 
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.checks import archive_retention_checks
-from report_pipeline.defs.dead_runs import dead_run_sensor
-from report_pipeline.defs.deployment import deployment, executor_for, executor_name, resources_for
-from report_pipeline.defs.image_archive import image_archive
-from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
-from report_pipeline.defs.manifest_table import manifest_table, manifest_table_sensor
-from report_pipeline.defs.overdue import overdue_report_sensor
-from report_pipeline.defs.schedules import cleanup_schedule, retention_audit_schedule
-from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.deployment.deployment import (
+    deployment,
+    executor_for,
+    executor_name,
+    resources_for,
+)
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.dead_runs import dead_run_sensor
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table, manifest_table_sensor
+from report_pipeline.defs.reports.overdue import overdue_report_sensor
+from report_pipeline.defs.reports.sensors import new_report_sensor
+from report_pipeline.defs.retention.checks import archive_retention_checks
+from report_pipeline.defs.retention.image_archive import image_archive
+from report_pipeline.defs.retention.jobs import cleanup_job, retention_audit_job
+from report_pipeline.defs.retention.schedules import cleanup_schedule, retention_audit_schedule
 
 
 def build_defs(deployment_name: str) -> dg.Definitions:

@@ -20,7 +20,7 @@ from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.definitions import defs
-from report_pipeline.defs.deployment import PRODUCTION, deployment
+from report_pipeline.defs.deployment.deployment import PRODUCTION, deployment
 
 SAMPLE = Path("fixtures/pdfs/monthly_report.pdf")
 # The console shows warnings only; every event is still in the run's log in the UI.

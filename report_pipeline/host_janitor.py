@@ -31,7 +31,7 @@ DEFAULT_EVERY = 300.0  # seconds; the work clock is 15 minutes
 
 
 def sweep_once(now=None) -> janitor.JanitorPass:
-    from report_pipeline.defs import deployment as chosen
+    from report_pipeline.defs.deployment import deployment as chosen
 
     name = chosen.deployment()
     resources = chosen.resources_for(name, chosen.IN_PROCESS)

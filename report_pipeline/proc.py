@@ -1,5 +1,5 @@
 """The one reader of /proc/<pid>/stat (Linux): whether a run's worker is still the process that
-started it (defs/dead_runs.py), and the benchmarks' CPU figures."""
+started it (defs/reports/dead_runs.py), and the benchmarks' CPU figures."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def test_the_first_month_is_a_setting_read_when_the_definitions_load():
     import subprocess
     import sys
 
-    code = "from report_pipeline.defs.partitions import monthly_partitions as p;"
+    code = "from report_pipeline.defs.deployment.partitions import monthly_partitions as p;"
     code += "print(p.get_partition_keys()[0])"
     env = {"REPORT_PIPELINE_FIRST_MONTH": "2026-07", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -51,10 +51,11 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
 
 
 def test_every_job_runs_on_the_one_executor_set_on_the_definitions():
-    from report_pipeline.defs import jobs
-    from report_pipeline.defs.deployment import EXECUTOR
+    from report_pipeline.defs.deployment.deployment import EXECUTOR
+    from report_pipeline.defs.reports import jobs as reports
+    from report_pipeline.defs.retention import jobs as retention
 
-    own = [jobs.extract_report_job, jobs.cleanup_job, jobs.retention_audit_job]
+    own = [reports.extract_report_job, retention.cleanup_job, retention.retention_audit_job]
     assert [job.executor_def for job in own] == [None] * 3  # set nowhere else: inherited
     assert defs.executor is EXECUTOR  # REPORT_PIPELINE_EXECUTOR unset: in-process
     resolved = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}

@@ -1,5 +1,6 @@
 """The folders of `core/` import each other in one direction only: shared things (model/,
-storage/, scratch/) sit below the steps, and no folder imports one that imports it back."""
+storage/, scratch/) sit below the steps, and no folder imports one that imports it back. The same
+holds for `defs/` (reports/, retention/, deployment/)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[2] / "report_pipeline" / "core"
-PREFIX = "report_pipeline.core."
+PACKAGE = Path(__file__).resolve().parents[2] / "report_pipeline"
+CORE = PACKAGE / "core"
 
 
-def _room(module: str) -> str:
-    """The folder (or top-level module) of core/ a dotted module name lives in."""
-    return module.removeprefix(PREFIX).split(".")[0]
+def folder_imports(root: Path | None = None) -> dict[str, set[str]]:
+    """Folder of `root` (core/ by default) -> the other folders of it that its modules import
+    (at any depth in a module)."""
+    root = root or CORE
+    prefix = "report_pipeline." + ".".join(root.relative_to(PACKAGE).parts) + "."
 
+    def _room(module: str) -> str:
+        return module.removeprefix(prefix).split(".")[0]
 
-def folder_imports() -> dict[str, set[str]]:
-    """core/ folder -> the other core/ folders its modules import (at any depth in a module)."""
     edges: dict[str, set[str]] = defaultdict(set)
-    for path in CORE.rglob("*.py"):
-        source = _room(PREFIX + ".".join(path.relative_to(CORE).with_suffix("").parts))
+    for path in root.rglob("*.py"):
+        source = _room(prefix + ".".join(path.relative_to(root).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -28,7 +31,7 @@ def folder_imports() -> dict[str, set[str]]:
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             for name in names:
-                if name.startswith(PREFIX) and _room(name) != source:
+                if name.startswith(prefix) and _room(name) != source:
                     edges[source].add(_room(name))
     return edges
 
@@ -52,6 +55,12 @@ def loops(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_folder_of_core_imports_one_that_imports_it_back():
     assert loops(folder_imports()) == []
+
+
+def test_no_folder_of_defs_imports_one_that_imports_it_back():
+    edges = folder_imports(PACKAGE / "defs")
+    assert loops(edges) == []
+    assert edges["deployment"] == set()  # reports/ and retention/ build on it, never it on them
 
 
 def test_the_shared_folders_import_no_step():

@@ -6,9 +6,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.assets import report_manifest
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ of times (the ops' behaviour under faults is in test_gates.py and faults/)."""
 import pytest
 
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline.defs.guard import MAX_TRIES, retries
+from report_pipeline.defs.reports.guard import MAX_TRIES, retries
 
 
 @pytest.mark.parametrize("tries", range(1, MAX_TRIES + 3))

@@ -1,12 +1,12 @@
-"""What defs/library_seams.py relies on in its pinned libraries: these fail loudly when an
-upgrade changes it."""
+"""What defs/deployment/library_seams.py relies on in its pinned libraries: these fail loudly
+when an upgrade changes it."""
 
 import inspect
 
 import pytest
 from dagster_celery import core_execution_loop
 
-from report_pipeline.defs import library_seams
+from report_pipeline.defs.deployment import library_seams
 
 
 def test_dagster_celery_sleeps_tick_seconds_read_at_each_poll(monkeypatch):

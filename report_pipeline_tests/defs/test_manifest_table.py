@@ -6,9 +6,13 @@ import dagster as dg
 import pandas as pd
 
 from report_pipeline.core.archive.table import COLUMNS
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import UI_COLUMNS, manifest_table, manifest_table_sensor
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import (
+    UI_COLUMNS,
+    manifest_table,
+    manifest_table_sensor,
+)
 from report_pipeline_tests.defs.conftest import materialization
 
 RUNNING = dg.DefaultSensorStatus.RUNNING
@@ -71,7 +75,7 @@ def test_the_materialization_shows_each_occurrences_row_in_the_ui(inbox, instanc
 
 
 def test_past_the_ui_limit_the_first_rows_show_with_a_note(inbox, instance, resources, monkeypatch):
-    monkeypatch.setattr("report_pipeline.defs.manifest_table.UI_ROWS", 10)
+    monkeypatch.setattr("report_pipeline.defs.reports.manifest_table.UI_ROWS", 10)
     inbox("repeated_image.pdf")  # 15 occurrences
     meta = materialization(run(instance, resources), "manifest_table")
     assert len(meta["images"].records) == 10 and meta["dagster/row_count"] == 15

@@ -4,10 +4,10 @@
 import dagster as dg
 
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.month_checks import CHECKS
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.manifest_table import manifest_table
+from report_pipeline.defs.reports.month_checks import CHECKS
 from report_pipeline_tests.defs.conftest import events, materialization
 
 MONTH = "2026-10"

@@ -6,11 +6,11 @@ import json
 import dagster as dg
 
 from report_pipeline.core.model.clock import parse_iso
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.overdue import overdue_report_sensor
-from report_pipeline.defs.partitions import monthly_partitions
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.overdue import overdue_report_sensor
 
 
 def tick(instance, resources, at: str, cursor: str | None = None, due_day: int = 5):

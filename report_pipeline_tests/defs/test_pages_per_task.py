@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.defs.conftest import events, materialization
 
 

@@ -3,7 +3,7 @@ import logging
 import pytest
 
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs.resources import WorkerResource
+from report_pipeline.defs.deployment.resources import WorkerResource
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events, materialization
 
@@ -140,9 +140,9 @@ def test_a_launch_for_a_month_that_is_not_a_partition_is_refused_before_any_work
     """A GraphQL launch only tags the partition; Dagster does not validate the key then."""
     import dagster as dg
 
-    from report_pipeline.defs.assets import report_manifest
-    from report_pipeline.defs.jobs import extract_report_job
-    from report_pipeline.defs.manifest_table import manifest_table
+    from report_pipeline.defs.reports.assets import report_manifest
+    from report_pipeline.defs.reports.jobs import extract_report_job
+    from report_pipeline.defs.reports.manifest_table import manifest_table
 
     inbox("no_images.pdf", month="2999-01")
     defs = dg.Definitions(

@@ -9,12 +9,13 @@ import pytest
 
 from report_pipeline.core.model.clock import iso, parse_iso, utc_now
 from report_pipeline.definitions import defs
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.checks import archive_retention_checks
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.image_archive import image_archive
-from report_pipeline.defs.jobs import cleanup_job, extract_report_job, retention_audit_job
-from report_pipeline.defs.manifest_table import manifest_table
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table
+from report_pipeline.defs.retention.checks import archive_retention_checks
+from report_pipeline.defs.retention.image_archive import image_archive
+from report_pipeline.defs.retention.jobs import cleanup_job, retention_audit_job
 from report_pipeline_tests.defs.conftest import events
 
 WHOLE_ARCHIVE = {"work_material_deleted_by_deadline", "archive_within_retention"}

@@ -1,5 +1,6 @@
 """The roots (inbox, store, work: where things live) are wired with dg.EnvVar where the
-definitions build their resources (defs/deployment.py), and no run config moves them silently.
+definitions build their resources (defs/deployment/deployment.py), and no run config moves
+them silently.
 
 Dagster applies a resource's run config to the whole resource: fields the run config leaves
 out take the class defaults, not the values the resource was built with. The roots have no
@@ -17,9 +18,9 @@ import dagster as dg
 import pytest
 
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs import deployment
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment import deployment
+from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.conftest import fixture_pdf
 
 ENV = {"inbox": "REPORT_PIPELINE_INBOX", "store": "REPORT_PIPELINE_STORE",

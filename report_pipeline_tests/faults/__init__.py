@@ -17,7 +17,7 @@ from pathlib import Path
 from report_pipeline.core.scratch.workdir import LEASE_FILE
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline.defs.resources import StoreResource
+from report_pipeline.defs.deployment.resources import StoreResource
 
 
 def snapshot(folder: Path) -> list[dict]:

@@ -14,7 +14,7 @@ import pytest
 
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.resources import FAULTS_ENV
+from report_pipeline.defs.deployment.resources import FAULTS_ENV
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults.live_backfill import REPORT, LiveBackfill, embedded, production
 from report_pipeline_tests.production.conftest import (  # noqa: F401 - fixtures

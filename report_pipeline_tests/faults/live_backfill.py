@@ -20,8 +20,8 @@ from bench.fault_runs import MonthRun, step_attempts
 from devstack.local_postgres import fresh_database
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.resources import FAULTS_ENV
+from report_pipeline.defs.deployment.resources import FAULTS_ENV
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.intake.live import EMBEDDED, LiveDagster, place, running_dagster
 from report_pipeline_tests.postgres import PRODUCTION_YAML, Database, production_home
 from report_pipeline_tests.production.conftest import Backend

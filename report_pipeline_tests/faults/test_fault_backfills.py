@@ -24,7 +24,7 @@ from bench.fault_runs import (
 )
 from report_pipeline.core.archive.months import revisions
 from report_pipeline.core.model.keys import IMAGES
-from report_pipeline.defs.guard import MAX_TRIES
+from report_pipeline.defs.reports.guard import MAX_TRIES
 from report_pipeline_tests.faults.live_backfill import LiveBackfill, partition_limit
 from report_pipeline_tests.intake.live import wait_for
 from report_pipeline_tests.intake.test_live import finished

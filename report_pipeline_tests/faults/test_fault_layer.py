@@ -11,7 +11,11 @@ import pytest
 from report_pipeline.core.storage.faults import FaultPlan, FaultyStore, parse_faults, with_faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline.defs.resources import FAULTS_ENV, StoreResource, faults_setting
+from report_pipeline.defs.deployment.resources import (
+    FAULTS_ENV,
+    StoreResource,
+    faults_setting,
+)
 
 
 def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
@@ -162,7 +166,7 @@ def test_faults_are_off_unless_the_deployment_sets_the_variable(monkeypatch, tmp
 
 
 def test_both_deployments_wire_the_variable_into_the_store(monkeypatch, s3):
-    from report_pipeline.defs.deployment import resources_for
+    from report_pipeline.defs.deployment.deployment import resources_for
 
     monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", s3.bucket)
     for name in ("local", "production"):

@@ -9,12 +9,16 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.intake.sources import LocalInboxSource
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
-from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table
+from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 
 PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident

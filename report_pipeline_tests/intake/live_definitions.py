@@ -4,7 +4,7 @@
 import dagster as dg
 
 from report_pipeline import definitions
-from report_pipeline.defs.sensors import build_new_report_sensor
+from report_pipeline.defs.reports.sensors import build_new_report_sensor
 
 
 def _with_fast_sensor(project: dg.Definitions) -> dg.Definitions:

@@ -12,8 +12,8 @@ import pytest
 
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.submission import REVISION_TAG, submit
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.reports.ops import stage_report_run_config
+from report_pipeline.defs.reports.sensors import new_report_sensor
 
 
 class InstanceLauncher:

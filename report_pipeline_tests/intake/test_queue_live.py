@@ -19,9 +19,13 @@ import pytest
 from report_pipeline.core.intake import submission
 from report_pipeline.core.intake.submission import REVISION_TAG
 from report_pipeline.definitions import defs
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.graphql_api import GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for

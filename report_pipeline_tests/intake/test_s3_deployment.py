@@ -9,12 +9,15 @@ import json
 import dagster as dg
 import pytest
 
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.resources import InboxResource, SourceSpec
-from report_pipeline.defs.s3_resources import S3StoreResource, production_store_resource
-from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.deployment.resources import InboxResource, SourceSpec
+from report_pipeline.defs.deployment.s3_resources import (
+    S3StoreResource,
+    production_store_resource,
+)
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table
+from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 
 

@@ -7,7 +7,7 @@ import dagster as dg
 import pytest
 
 from report_pipeline.core.intake.submission import REVISION_TAG
-from report_pipeline.defs.sensors import MAX_READS_PER_TICK, new_report_sensor
+from report_pipeline.defs.reports.sensors import MAX_READS_PER_TICK, new_report_sensor
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events
 

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from report_pipeline.definitions import defs
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.ops import stage_report_run_config
 
 
 def test_the_sensor_runs_by_default_with_a_sensible_interval_and_a_description():

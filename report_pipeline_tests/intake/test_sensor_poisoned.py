@@ -13,8 +13,8 @@ from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import admit
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.storage.store import TransientStorageError
-from report_pipeline.defs.resources import InboxResource
-from report_pipeline.defs.sensors import new_report_sensor
+from report_pipeline.defs.deployment.resources import InboxResource
+from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 

@@ -10,12 +10,22 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment import EXECUTOR, INBOX_ENV, STORE_ENV, WORK_ENV, root
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.manifest_table import manifest_table
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.deployment import (
+    EXECUTOR,
+    INBOX_ENV,
+    STORE_ENV,
+    WORK_ENV,
+    root,
+)
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline_tests.faults import FaultyStore
 
 FAULT = "REEXEC_FAULT"

@@ -15,13 +15,13 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline import definitions
-from report_pipeline.defs.dead_runs import (
+from report_pipeline.defs.deployment.deployment import deployment
+from report_pipeline.defs.reports.dead_runs import (
     REPLACES_TAG,
     dead_report_runs,
     dead_run_sensor,
     process_alive_since,
 )
-from report_pipeline.defs.deployment import deployment
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate.test_reexecution import MONTH, assert_one_complete_manifest
 

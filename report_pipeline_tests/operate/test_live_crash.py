@@ -20,7 +20,7 @@ from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.scratch.workdir import read_lease
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.graphql_api import DagsterApiError, GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for
@@ -30,7 +30,7 @@ LOGS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
     events { __typename ... on MessageEvent { message stepKey } } } } }"""
 SETTINGS = stage_report_run_config({"pages_per_task": 20})  # 7 tasks: op config, per run
 # The same knob as resource run config: refused at launch (without the refusal the work root
-# would silently be the class default; see defs/resources.py).
+# would silently be the class default; see defs/deployment/resources.py).
 RESOURCE_SETTINGS = {"resources": {"settings": {"config": {"pages_per_task": 20}}}}
 
 

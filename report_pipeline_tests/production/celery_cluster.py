@@ -18,7 +18,7 @@ import dagster as dg
 
 from devstack import local_celery
 from devstack.local_postgres import fresh_database
-from report_pipeline.defs.ops import stage_report_run_config
+from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.postgres import production_home
 from report_pipeline_tests.production.conftest import Backend
 

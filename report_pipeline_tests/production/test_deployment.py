@@ -12,10 +12,10 @@ import pytest
 from botocore.loaders import JSONFileLoader
 from dagster_aws.s3 import S3PickleIOManager
 
-from report_pipeline.defs import deployment as chosen
-from report_pipeline.defs.io_manager import LocalIOManager
-from report_pipeline.defs.resources import InboxResource, StoreResource
-from report_pipeline.defs.s3_resources import (
+from report_pipeline.defs.deployment import deployment as chosen
+from report_pipeline.defs.deployment.io_manager import LocalIOManager
+from report_pipeline.defs.deployment.resources import InboxResource, StoreResource
+from report_pipeline.defs.deployment.s3_resources import (
     S3ClientResource,
     S3InboxResource,
     S3StoreResource,
@@ -145,7 +145,7 @@ def test_the_celery_executor_config_resolves_from_the_environment(monkeypatch):
     UI never shows a password in the URL), else the loopback Redis; late acknowledgement,
     requeue of a lost worker's step, one step per worker, and a visibility timeout longer than
     any run may last."""
-    from report_pipeline.defs import celery_executor as celery
+    from report_pipeline.defs.deployment import celery_executor as celery
 
     for name in (celery.BROKER_ENV, celery.BACKEND_ENV, celery.VISIBILITY_ENV):
         monkeypatch.delenv(name, raising=False)

@@ -18,7 +18,7 @@ from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, Postgr
 from kubernetes.utils import parse_quantity
 
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs import k8s_executor
+from report_pipeline.defs.deployment import k8s_executor
 from report_pipeline_tests.postgres import PRODUCTION_YAML
 from report_pipeline_tests.production import k8s_chart as chart
 

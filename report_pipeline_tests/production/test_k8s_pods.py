@@ -17,7 +17,7 @@ from dagster_k8s.models import k8s_model_from_dict, k8s_snake_case_dict
 from kubernetes.client import ApiClient, V1Job
 
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs import k8s_executor
+from report_pipeline.defs.deployment import k8s_executor
 from report_pipeline_tests.production import k8s_chart as chart
 
 

@@ -3,8 +3,9 @@
 
 Built with pandas, imported in `frame`, the one place that needs it: importing it with the
 definitions cost every code server, sensor tick, CLI call and run worker ~0.3-0.4 s of CPU
-(bench/HISTORY.md, "Throughput"). The `manifest_table` asset (defs/manifest_table.py) and the
-benchmark's plain loop (bench/measure.py) both write the table through `write_table`.
+(bench/HISTORY.md, "Throughput"). The `manifest_table` asset
+(defs/reports/manifest_table.py) and the benchmark's plain loop (bench/measure.py) both write
+the table through `write_table`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 each, with the defaults the embedded deployment runs on.
 
 Standard library only, so the retention side (janitor, audits) can read its clocks without
-importing the PDF stack. `defs/resources.py` turns resource fields into these.
+importing the PDF stack. `defs/deployment/resources.py` turns resource fields into these.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Fault injection at the storage boundary, for any Store (LocalStore, S3Store): off unless asked.
 
-A deployment switches it on with a spec such as `transient=0.2,seed=3` (defs/resources.py wires
+A deployment switches it on with a spec such as `transient=0.2,seed=3`
+(defs/deployment/resources.py wires
 `REPORT_PIPELINE_STORAGE_FAULTS`); `with_faults(store, "")` is the store itself. The errors are
 the project's own, so the ops' guard and retry policy treat an injected fault like a real one.
 

@@ -24,7 +24,7 @@ def set_celery_poll(seconds: float) -> None:
     if not isinstance(getattr(core_execution_loop, "TICK_SECONDS", None), int | float):
         raise RuntimeError(
             "dagster_celery.core_execution_loop.TICK_SECONDS is gone: this dagster-celery polls "
-            "some other way; see report_pipeline/defs/library_seams.py"
+            "some other way; see report_pipeline/defs/deployment/library_seams.py"
         )
     core_execution_loop.TICK_SECONDS = seconds
 

@@ -1,6 +1,6 @@
 """boto3 S3 clients for every S3 resource of the project: dagster_aws's S3Resource with lean
-requests and botocore's parsed models shared (defs/library_seams.py). Below both resources.py
-(an S3 report source) and s3_resources.py (the production store and inbox)."""
+requests and botocore's parsed models shared (defs/deployment/library_seams.py). Below both
+resources.py (an S3 report source) and s3_resources.py (the production store and inbox)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from botocore.handlers import disable_signing
 from dagster_aws.s3 import S3Resource
 from dagster_aws.utils import construct_boto_client_retry_config
 
-from report_pipeline.defs import library_seams
+from report_pipeline.defs.deployment import library_seams
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
 # store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.

@@ -12,12 +12,12 @@ import json
 import dagster as dg
 
 from report_pipeline.core.checks import month_checks
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.claiming import unfinished_runs
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.month_checks import check_evaluation
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import StoreResource
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import StoreResource
+from report_pipeline.defs.reports.claiming import unfinished_runs
+from report_pipeline.defs.reports.month_checks import check_evaluation
 
 INTERVAL_SECONDS = 3600
 

@@ -12,11 +12,15 @@ from report_pipeline.core.intake.submission import REVISION_TAG, admit
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.model.wording import plural
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.claiming import runs_of, unresolved_run
-from report_pipeline.defs.jobs import extract_report_job
-from report_pipeline.defs.ops import stage_report_run_config
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.claiming import runs_of, unresolved_run
+from report_pipeline.defs.reports.jobs import extract_report_job
+from report_pipeline.defs.reports.ops import stage_report_run_config
 
 MINIMUM_INTERVAL_SECONDS = 30
 # Reports read (streamed, hashed, checked) per tick: keeps a tick of a large backlog well inside

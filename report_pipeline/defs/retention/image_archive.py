@@ -1,6 +1,6 @@
 """`image_archive`: the archive's retention state. Each materialization is one janitor pass
 (`cleanup_job`, every 5 minutes on `cleanup_schedule`) with its figures; the whole-archive
-retention checks (defs/checks.py) belong to this asset, never to a month's partition."""
+retention checks (defs/retention/checks.py) belong to this asset, never to a month's partition."""
 
 from collections import Counter
 
@@ -10,9 +10,9 @@ from report_pipeline.core.model import keys
 from report_pipeline.core.model.wording import plural
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.retention.deletion_log import Deletion
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
 
 TABLE_ROWS = 200
 # every kind, so each plots as 0 too

@@ -16,10 +16,10 @@ import dagster as dg
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.defs.assets import report_manifest
-from report_pipeline.defs.guard import STORAGE_RETRY, guarded
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import StoreResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import StoreResource
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded
 
 SCHEMA = dg.TableSchema(
     columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in COLUMNS]
@@ -81,7 +81,7 @@ def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
     deps=[report_manifest],
     group_name="reports",
     kinds={"pandas", "csv"},
-    retry_policy=STORAGE_RETRY,  # like every op that does storage I/O (defs/guard.py)
+    retry_policy=STORAGE_RETRY,  # like every op that does storage I/O (defs/reports/guard.py)
     automation_condition=FOLLOWS_REPORT_MANIFEST,
 )
 def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):

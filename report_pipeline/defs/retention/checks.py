@@ -4,8 +4,8 @@ disk), never an asset's data, and no month's run ever selects them."""
 import dagster as dg
 
 from report_pipeline.core.checks import retention_audit
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
 
 DESCRIPTIONS = {
     "work_material_deleted_by_deadline":

@@ -22,19 +22,23 @@ from report_pipeline.core.model.messages import (
     StagedReport,
 )
 from report_pipeline.core.worker import completion, worker
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.claiming import claim_for_run
-from report_pipeline.defs.guard import STORAGE_RETRY, guarded, owner
-from report_pipeline.defs.metadata import (
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    WorkerResource,
+)
+from report_pipeline.defs.reports.claiming import claim_for_run
+from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded, owner
+from report_pipeline.defs.reports.metadata import (
     manifest_metadata,
     page_group_metadata,
     staged_metadata,
     task_metadata,
 )
-from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS, month_check_results
-from report_pipeline.defs.no_report import NO_REPORT, record_no_report
-from report_pipeline.defs.partitions import monthly_partitions
-from report_pipeline.defs.resources import InboxResource, StoreResource, WorkerResource
+from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS, month_check_results
+from report_pipeline.defs.reports.no_report import NO_REPORT, record_no_report
 
 
 class StageReportConfig(dg.Config):
@@ -76,7 +80,7 @@ def stage_report(
     into the private store with a byte cap, check the %PDF signature, page count and encryption,
     compute the idempotency key, and fan out: one page group per step (mapping key page_0001 or
     pages_0001_0070), sized by `pages_per_task` (run config, else the settings resource).
-    A month with no report in the inbox ends here, without failing (defs/no_report.py)."""
+    A month with no report in the inbox ends here, without failing (defs/reports/no_report.py)."""
     month = context.partition_key
     pages_per_task = config.pages_per_task or settings.pages_per_task
 
@@ -107,7 +111,7 @@ def stage_report(
         return
     staged, tasks = found
     tag_run_with_revision(context, staged, config.source or inbox.name)
-    if not staged.reused:  # one run per revision extracts it (defs/claiming.py)
+    if not staged.reused:  # one run per revision extracts it (defs/reports/claiming.py)
         claim = guarded(context, lambda: claim_for_run(context, store.get_store(), staged))
         if not claim.won:
             context.log.warning(f"nothing extracted in this run: {claim.describe()}")

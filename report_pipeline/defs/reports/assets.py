@@ -1,13 +1,13 @@
 import dagster as dg
 
-from report_pipeline.defs.month_checks import MONTH_CHECK_SPECS
-from report_pipeline.defs.ops import (
+from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS
+from report_pipeline.defs.reports.ops import (
     archive_pages,
     extract_pages,
     publish_manifest,
     stage_report,
 )
-from report_pipeline.defs.partitions import monthly_partitions
 
 
 @dg.graph_asset(
@@ -20,7 +20,7 @@ def report_manifest():
     """The month's report as a private, validated image archive plus a manifest that accounts
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
     small `PublishedManifest` (ids, state, counts); the manifest itself lives in the store at
-    `manifest_key`. Its per-month checks (defs/month_checks.py) are evaluated by
+    `manifest_key`. Its per-month checks (defs/reports/month_checks.py) are evaluated by
     `publish_manifest` on this revision."""
     staged, tasks = stage_report()
     archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))

@@ -11,7 +11,7 @@ from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks import month_checks
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.month_checks import ASSET, check_evaluation
+from report_pipeline.defs.reports.month_checks import ASSET, check_evaluation
 
 NO_REPORT = "no_report"  # the refusal code of a month folder with no report in it
 

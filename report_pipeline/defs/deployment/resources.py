@@ -1,7 +1,8 @@
 """Resources: where reports come from, where the archive lives, and the worker's limits.
 
 The three roots (`inbox.root`, `store.root`, `settings.work_root`: where things live) belong to
-the deployment, never to a run. They have no class default: defs/deployment.py wires each one,
+the deployment, never to a run. They have no class default: defs/deployment/deployment.py
+wires each one,
 as `dg.EnvVar` when its variable is set or as the embedded default (var/inbox, var/store,
 var/work), and no resource reads the environment itself. Required fields are the safety net:
 a run whose run config gives a resource any field replaces everything the resource was built
@@ -85,7 +86,9 @@ class InboxResource(dg.ConfigurableResource):
 
 def _build(spec: SourceSpec) -> ReportSource:
     if spec.bucket:
-        from report_pipeline.defs.s3_clients import s3_source_client  # dagster_aws: ~0.4 s
+        from report_pipeline.defs.deployment.s3_clients import (
+            s3_source_client,  # dagster_aws: ~0.4 s
+        )
 
         client = s3_source_client(spec.endpoint_url, spec.region)
         return S3PrefixSource(spec.name, spec.bucket, spec.prefix, client)

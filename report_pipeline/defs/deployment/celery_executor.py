@@ -113,14 +113,14 @@ def worker_app_args() -> dict[str, Any]:
 # archive, publish) at least that before the next was submitted: ~2 s of a run's ~3 s fixed
 # Celery cost (bench/HISTORY.md). A poll asks Redis once per step in flight (GET, well under a
 # millisecond). Set when the executor is chosen, i.e. in the process that runs the loop
-# (defs/library_seams.py, where its test is).
+# (defs/deployment/library_seams.py, where its test is).
 POLL_SECONDS = 0.2
 
 
 def celery_executor() -> dg.ExecutorDefinition:
     from dagster_celery import celery_executor as executor  # ~0.3 s: only when chosen
 
-    from report_pipeline.defs.library_seams import set_celery_poll
+    from report_pipeline.defs.deployment.library_seams import set_celery_poll
 
     set_celery_poll(POLL_SECONDS)
     return executor.configured(executor_config(), name="celery")

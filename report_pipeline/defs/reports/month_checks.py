@@ -16,7 +16,7 @@ from report_pipeline.core.checks import month_checks
 from report_pipeline.core.checks.month_checks import Thresholds
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.partitions import monthly_partitions
+from report_pipeline.defs.deployment.partitions import monthly_partitions
 
 ASSET = "report_manifest"
 ERROR, WARN = dg.AssetCheckSeverity.ERROR, dg.AssetCheckSeverity.WARN

@@ -27,10 +27,10 @@ from typing import Any
 import dagster as dg
 
 from report_pipeline.core.model.settings import TaskSizing
-from report_pipeline.defs.check_settings import CheckSettingsResource
-from report_pipeline.defs.clock import ClockResource
-from report_pipeline.defs.io_manager import LocalIOManager
-from report_pipeline.defs.resources import (
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.io_manager import LocalIOManager
+from report_pipeline.defs.deployment.resources import (
     InboxResource,
     StoreResource,
     WorkerResource,
@@ -82,14 +82,15 @@ def executor_name(deployment_name: str) -> str:
 
 def executor_for(name: str) -> dg.ExecutorDefinition:
     """The executor every job runs on (`name` from `executor_name()`): EXECUTOR (in-process),
-    dagster-celery's executor configured from the environment (defs/celery_executor.py), or
-    dagster-k8s's k8s_job_executor (defs/k8s_executor.py)."""
+    dagster-celery's executor configured from the environment
+    (defs/deployment/celery_executor.py), or
+    dagster-k8s's k8s_job_executor (defs/deployment/k8s_executor.py)."""
     if name == CELERY:
-        from report_pipeline.defs.celery_executor import celery_executor
+        from report_pipeline.defs.deployment.celery_executor import celery_executor
 
         return celery_executor()
     if name == K8S:
-        from report_pipeline.defs.k8s_executor import k8s_executor
+        from report_pipeline.defs.deployment.k8s_executor import k8s_executor
 
         return k8s_executor()
     return EXECUTOR
@@ -99,13 +100,15 @@ def decoders_for(executor: str) -> int:
     """`settings.decoders` per executor: 0 (one decoder per core) except in a Kubernetes pod,
     where os.cpu_count() is the node's cores, not the pod's: there, the pod's CPUs."""
     if executor == K8S:
-        from report_pipeline.defs.k8s_executor import STEP_CPUS  # no dagster_k8s import
+        from report_pipeline.defs.deployment.k8s_executor import (
+            STEP_CPUS,  # no dagster_k8s import
+        )
 
         return STEP_CPUS
     return 0
 
 
-# Where things live: set by the deployment, never per run (see defs/resources.py).
+# Where things live: set by the deployment, never per run (see defs/deployment/resources.py).
 INBOX_ENV, STORE_ENV, WORK_ENV = (
     "REPORT_PIPELINE_INBOX",
     "REPORT_PIPELINE_STORE",
@@ -141,9 +144,10 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
 def production_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     """Production (with the Postgres instance, deploy/production/dagster.yaml): the store on S3,
     the primary report source on S3 when REPORT_PIPELINE_INBOX_BUCKET is set (else the local
-    inbox), and op outputs through the S3 IO manager, all in the environment (defs/s3_resources.py
-    lists the variables). The worker settings, clock and check settings are the local ones."""
-    from report_pipeline.defs import s3_resources
+    inbox), and op outputs through the S3 IO manager, all in the environment
+    (defs/deployment/s3_resources.py lists the variables). The worker settings, clock and check
+    settings are the local ones."""
+    from report_pipeline.defs.deployment import s3_resources
 
     local = local_resources(executor)
     return {
@@ -162,7 +166,7 @@ def s3_io_manager() -> dict[str, Any]:
     encryption (SSE-S3) covers them."""
     from dagster_aws.s3 import S3PickleIOManager  # ~0.4 s of imports: only when deployed on S3
 
-    from report_pipeline.defs.s3_resources import s3_resource_from_env
+    from report_pipeline.defs.deployment.s3_resources import s3_resource_from_env
 
     s3 = s3_resource_from_env(attempts=5)  # botocore retries throttling and 5xx itself
     bucket = dg.EnvVar(BUCKET_ENV)

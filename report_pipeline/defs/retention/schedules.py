@@ -1,6 +1,6 @@
 import dagster as dg
 
-from report_pipeline.defs.jobs import cleanup_job, retention_audit_job
+from report_pipeline.defs.retention.jobs import cleanup_job, retention_audit_job
 
 cleanup_schedule = dg.ScheduleDefinition(
     name="cleanup_schedule",

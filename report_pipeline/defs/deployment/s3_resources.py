@@ -28,8 +28,17 @@ from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import ReportSource
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.resources import InboxResource, StoreResource, _build, faults_setting
-from report_pipeline.defs.s3_clients import CLIENT_ATTEMPTS, S3ClientResource, s3_source_client
+from report_pipeline.defs.deployment.resources import (
+    InboxResource,
+    StoreResource,
+    _build,
+    faults_setting,
+)
+from report_pipeline.defs.deployment.s3_clients import (
+    CLIENT_ATTEMPTS,
+    S3ClientResource,
+    s3_source_client,
+)
 
 
 class S3StoreResource(StoreResource):

@@ -1,0 +1,2 @@
+"""What a deployment configures: resources (local and S3), the IO manager, executors,
+partitions, the clock, check thresholds, and the library seams they rely on."""
