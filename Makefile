@@ -52,7 +52,7 @@ test: setup  ## the whole suite, plus lint (installs missing system packages fir
 	bash .ci/system-packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run pytest
+	$(UV) run pytest --durations=15  # and names the 15 slowest tests
 	faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
 
 # `env --default-signal`: started with SIGINT ignored (`setsid make dev &` from a script), dagster
