@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 # start one anywhere else.
 LIVE_FOLDERS = {"production", "ui", "faults", "operate", "bench"}
 LIVE_FIXTURES = {"postgres", "production_instance", "pg_env", "backend", "browser", "page",
-                 "backfill", "live", "server", "dev_server"}  # fmt: skip
+                 "backfill", "live"}  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
