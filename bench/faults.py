@@ -7,9 +7,9 @@ instance: the embedded default (LocalStore, a sqlite instance in a temporary DAG
 production (the S3 store on a local moto server, a Postgres instance: 127.0.0.1:5432 or a
 throwaway server). Not a daemon's backfill (the tests run that: report_pipeline_tests/faults/);
 here the figures are the runs' own, without the daemon's and the queue's waits. Faults come from
-REPORT_PIPELINE_STORAGE_FAULTS (set here, for this process only, with a journal in the scratch
-folder), wired where the deployment builds the store. Each month is then checked through the
-store without faults (bench/fault_runs.py: archived once, attempts as recorded, every object a
+the fault layer (devstack/faults.py) put in front of the deployment's store, with a journal in
+the scratch folder. Each month is then checked through the
+store without faults (devstack/fault_runs.py: archived once, attempts as recorded, every object a
 faulted extraction had created found again by its retry); a failed check or run is reported,
 not hidden.
 """
@@ -32,7 +32,8 @@ import dagster as dg
 
 from bench import common
 from bench.common import ROOT
-from bench.fault_runs import (
+from devstack import faults, local_s3
+from devstack.fault_runs import (
     months_from,
     not_refound,
     read_journal,
@@ -40,9 +41,7 @@ from bench.fault_runs import (
     struck_after_writes,
     verify_month,
 )
-from devstack import local_s3
 from devstack.local_postgres import fresh_database, local_server
-from report_pipeline.core.storage import faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
@@ -111,10 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     ):
         journal_file = Path(scratch) / "faults.jsonl"
         spec = f"transient={args.rate},seed={args.seed},journal={journal_file}"
-        os.environ["REPORT_PIPELINE_STORAGE_FAULTS"] = spec
         from report_pipeline.definitions import build_defs  # reads the environment above
 
-        job = build_defs(deployment).resolve_job_def("extract_report_job")
+        defs = faults.with_store_faults(build_defs(deployment), spec)
+        job = defs.resolve_job_def("extract_report_job")
         started = time.perf_counter()
         runs = run_months(job, instance, months, args.pages_per_task)
         wall = time.perf_counter() - started

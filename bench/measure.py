@@ -27,6 +27,8 @@ from report_pipeline.core.archive.table import write_table
 from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.worker.decoder import decode_in_process
+from report_pipeline.core.worker.isolation import decode_pages
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.deployment import EXECUTOR
 from report_pipeline.defs.deployment.resources import (
@@ -86,9 +88,6 @@ def settled_heap() -> Iterator[None]:
             gc.unfreeze()
 
 
-PLAIN = DecodeSettings(isolated=False)  # the plain single-process loop: no decoder children
-
-
 def cpu_seconds() -> float:
     """CPU used so far by this process and the children it reaped (decoders, the walk)."""
     own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
@@ -96,17 +95,21 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def plain(pdf: Path, scratch: Path, decode: DecodeSettings = PLAIN, table: bool = True) -> Sample:
+def plain(
+    pdf: Path, scratch: Path, decode: DecodeSettings | None = None, table: bool = True
+) -> Sample:
     """`run_report` into a fresh LocalStore and work root, then the manifest table beside the
     manifest: the same artifacts the job's two assets (report_manifest, manifest_table) leave in
     the store (`table=False`: the manifest only, the baseline before 2026-11-30). By default
     decoding in this process (the baseline), else with the given isolated decoder pool."""
     with fresh_dir(scratch, "plain-") as tmp:
         store = LocalStore(tmp / "store")
-        settings = WorkerSettings(tmp / "work", decode=decode)
+        settings = WorkerSettings(tmp / "work", decode=decode or DecodeSettings())
+        # no decode settings: the plain loop, decoding in this process (no decoder children)
+        decoders = decode_pages if decode else decode_in_process
         with settled_heap():
             start, cpu = time.perf_counter(), cpu_seconds()
-            manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH)
+            manifest = run_report(store, pdf, settings, SOURCE_NAME, MONTH, 0, decoders)
             if table:
                 write_table(store, manifest)
             wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu

@@ -1,5 +1,5 @@
-"""The built wheel ships the product only: no tests, fixtures, benchmarks or throwaway servers,
-and no module of it imports a dev dependency."""
+"""The built wheel ships the product only: no tests, fixtures, benchmarks, throwaway servers or
+fault injection, and no module of it imports a dev dependency."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def test_the_wheel_holds_the_product_and_imports_no_dev_dependency(tmp_path):
     assert [n for n in names if n.startswith(NOT_SHIPPED)] == []
     servers = [f"report_pipeline/{p.name}" for p in (REPO / "devstack").glob("[!_]*.py")]
     assert set(names) & set(servers) == set()
+    # the storage fault layer is test support (devstack/faults.py): nothing shipped can switch it on
+    faulty = [n for n, text in modules.items() if "STORAGE_FAULTS" in text or "Faulty" in text]
+    assert faulty == []
     imported = {
         (name, (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0])
         for name, source in modules.items()

@@ -1,7 +1,7 @@
 """The whole report in one process, without Dagster: the same step functions, run in a loop.
 
 This is the bounded synchronous path behind `report-pipeline preview` (core/preview.py) and the
-benchmark's plain loop.
+benchmark's plain loop (which passes `decoder.decode_in_process` as its decoders).
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ from report_pipeline.core.archive.archive import archive, publish
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker.worker import extract, stage
+from report_pipeline.core.worker.isolation import decode_pages
+from report_pipeline.core.worker.worker import Decoders, extract, stage
 
 
 def run_report(
     store: Store, source: Path, settings: WorkerSettings, source_name: str, month: str,
-    pages_per_task: int = 0,
+    pages_per_task: int = 0, decoders: Decoders = decode_pages,
 ) -> Manifest:  # fmt: skip
     staged, tasks = stage(store, source, source_name, month, 0, settings, "plain", pages_per_task)
     archived = []
     for task in tasks:
-        archived.append(archive(store, extract(store, task, settings, "plain"), 1)[0])
+        archived.append(archive(store, extract(store, task, settings, "plain", 1, decoders), 1)[0])
     manifest, _ = publish(store, staged, archived, settings.retention)
     return manifest

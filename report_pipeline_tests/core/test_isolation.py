@@ -17,15 +17,17 @@ from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker import decoder, extract
+from report_pipeline.core.worker.decoder import decode_in_process
+from report_pipeline.core.worker.isolation import decode_pages
 from report_pipeline_tests.conftest import fixture_pdf
 
 TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")
 
 
-def run(tmp_path: Path, name: str, **decode) -> dict:
+def run(tmp_path: Path, name: str, decoders=decode_pages, **decode) -> dict:
     settings = WorkerSettings(tmp_path / "work", decode=DecodeSettings(**decode))
     store = LocalStore(tmp_path / "store")
-    return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+    return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", 0, decoders)
 
 
 def timeless(children: tuple[ChildRecord, ...]) -> list[dict]:
@@ -33,7 +35,7 @@ def timeless(children: tuple[ChildRecord, ...]) -> list[dict]:
 
 
 def test_a_pool_gives_the_same_records_as_decoding_in_one_process(tmp_path):
-    serial = run(tmp_path / "a", "monthly_report.pdf", isolated=False)
+    serial = run(tmp_path / "a", "monthly_report.pdf", decode_in_process)
     pooled = run(tmp_path / "b", "monthly_report.pdf", processes=2)
     assert pooled.counts == serial.counts
     assert timeless(pooled.children) == timeless(serial.children)

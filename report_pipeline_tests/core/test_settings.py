@@ -41,7 +41,7 @@ def test_the_settings_module_imports_no_pdf_stack():
 
 def test_the_embedded_defaults_need_no_configuration(tmp_path):
     settings = WorkerSettings(tmp_path)
-    assert settings.limits.max_pages == 2000 and settings.decode.isolated
+    assert settings.limits.max_pages == 2000
     assert settings.retention == RetentionPolicy(15, 400, 60)
     assert TaskSizing() == TaskSizing(pages_per_task=0, target_units=400.0)
 

@@ -17,6 +17,7 @@ from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.worker import pdf_pages, walk
+from report_pipeline.core.worker.decoder import decode_in_process
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -125,8 +126,9 @@ def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
         return real(doc, number, limit)
 
     monkeypatch.setattr(pdf_pages, "page_draws", counted)
-    settings = WorkerSettings(tmp_path / "work", decode=DecodeSettings(isolated=False))
-    manifest = run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+    settings = WorkerSettings(tmp_path / "work")
+    manifest = run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", 0,
+                          decode_in_process)  # fmt: skip
     inline = {child.page for child in manifest.children if child.xref == 0}
     assert sorted(walked) == sorted(inline)
     assert manifest.state == "complete" and manifest.counts.accounted == manifest.counts.expected

@@ -38,7 +38,7 @@ def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, 
     inbox("repeated_image.pdf")
     # the archive step's delete of its task's outcomes: the first delete of a run
     flaky = FaultyStoreResource(
-        root=str(tmp_path / "store"), method="delete", failures=2,
+        root=str(tmp_path / "store"), method="delete_many", failures=2,
         counter_file=str(tmp_path / "faults"),
     )  # fmt: skip
     result = materialize(store=flaky)
@@ -107,7 +107,7 @@ def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materi
     inbox("repeated_image.pdf")
     # the archive step's delete of its task's outcomes
     down = FaultyStoreResource(
-        root=str(tmp_path / "store"), method="delete", failures=10**6,
+        root=str(tmp_path / "store"), method="delete_many", failures=10**6,
         counter_file=str(tmp_path / "faults"),
     )  # fmt: skip
     result = materialize(store=down)

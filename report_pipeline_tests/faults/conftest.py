@@ -12,9 +12,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack.faults import with_store_faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.deployment.resources import FAULTS_ENV
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults.live_backfill import REPORT, LiveBackfill, embedded, production
 from report_pipeline_tests.production.conftest import (  # noqa: F401 - fixtures
@@ -34,20 +34,16 @@ class Target:
     monkeypatch: pytest.MonkeyPatch
 
     def job(self, faults: str) -> dg.JobDefinition:
-        """extract_report_job as the deployment loads it, with REPORT_PIPELINE_STORAGE_FAULTS
-        set to `faults` (unset when empty) where the definitions load."""
+        """extract_report_job as the deployment loads it, with the fault layer (`faults`, none
+        when empty) in front of its store."""
         from report_pipeline.definitions import build_defs
 
-        if faults:
-            self.monkeypatch.setenv(FAULTS_ENV, faults)
-        else:
-            self.monkeypatch.delenv(FAULTS_ENV, raising=False)
-        return build_defs(self.deployment).resolve_job_def("extract_report_job")
+        defs = with_store_faults(build_defs(self.deployment), faults)
+        return defs.resolve_job_def("extract_report_job")
 
     def audit_job(self) -> dg.JobDefinition:
         from report_pipeline.definitions import build_defs
 
-        self.monkeypatch.delenv(FAULTS_ENV, raising=False)
         return build_defs(self.deployment).resolve_job_def("retention_audit_job")
 
 

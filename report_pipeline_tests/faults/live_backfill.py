@@ -16,11 +16,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bench.fault_runs import MonthRun, step_attempts
+from devstack.fault_runs import MonthRun, step_attempts
+from devstack.faults import FAULTS_ENV
 from devstack.local_postgres import fresh_database
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
-from report_pipeline.defs.deployment.resources import FAULTS_ENV
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.intake.live import EMBEDDED, LiveDagster, place, running_dagster
 from report_pipeline_tests.postgres import PRODUCTION_YAML, Database, production_home
@@ -41,7 +41,7 @@ class LiveBackfill:
     instance: dg.DagsterInstance  # this process's view of the same instance storage
     store: Store  # the store itself, without faults: what the test reads back
     drop: Callable[[str], None]  # a month's report arrives in the primary source
-    journal: Path  # the fault layer's journal (core/storage/faults.py), from every run worker
+    journal: Path  # the fault layer's journal (devstack/faults.py), from every run worker
     backfill_id: str = ""
 
     def launch(self, months: list[str], pages_per_task: int) -> str:

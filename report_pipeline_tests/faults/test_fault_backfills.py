@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from bench.fault_runs import (
+from devstack.fault_runs import (
     check_results,
     leftovers,
     months_from,

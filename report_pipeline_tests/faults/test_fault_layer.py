@@ -1,4 +1,5 @@
-"""The fault layer itself (core/storage/faults.py) and where the deployment switches it on."""
+"""The fault layer itself (devstack/faults.py) and how the test code location puts it in front
+of either deployment's store."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ from collections import Counter
 import dagster as dg
 import pytest
 
-from report_pipeline.core.storage.faults import FaultPlan, FaultyStore, parse_faults, with_faults
-from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline.defs.deployment.resources import (
+from devstack.faults import (
     FAULTS_ENV,
-    StoreResource,
-    faults_setting,
+    FaultPlan,
+    FaultyStore,
+    FaultyStoreResource,
+    faults_from_environment,
+    parse_faults,
+    with_faults,
+    with_store_faults,
 )
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 
 
 def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
@@ -31,7 +37,7 @@ def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
     ("spec", "message"),
     [
         ("transient=1.5", "transient=1.5 is not in 0..1"),
-        ("rate=0.2", "'rate=0.2' is not one of journal, latency_ms, permanent, seed, transient,"),
+        ("rate=0.2", "'rate=0.2' is not one of after, counter, failures, journal, kind,"),
         ("transient", "'transient' is not one of"),
         ("seed=x", "seed='x' is not a number"),
         ("window=0", "window >= 1"),
@@ -151,27 +157,46 @@ def test_the_wrapper_keeps_the_stores_own_attributes(tmp_path):
     assert store.size("x/y") == 1 and store.list_prefixes("x") == []
 
 
-def test_faults_are_off_unless_the_deployment_sets_the_variable(monkeypatch, tmp_path):
+def test_counted_faults_fail_the_chosen_calls_in_every_store_that_shares_the_counter(tmp_path):
+    spec = f"method=delete,after=1,failures=2,kind=permanent,counter={tmp_path / 'n'}"
+    stores = [with_faults(LocalStore(tmp_path / "s"), spec) for _ in range(2)]  # two "retries"
+    results = []
+    for store in [*stores, *stores]:
+        try:
+            store.delete("k")
+            results.append("ok")
+        except PermanentStorageError:
+            results.append("failed")
+    assert results == ["ok", "failed", "failed", "ok"]
+    with pytest.raises(ValueError, match="method= needs counter="):
+        parse_faults("method=delete,failures=1")
+
+
+def test_faults_are_off_unless_the_test_location_sets_the_variable(monkeypatch, tmp_path):
+    from report_pipeline.definitions import build_defs
+
+    defs = build_defs("local")
     monkeypatch.delenv(FAULTS_ENV, raising=False)
-    assert faults_setting() == ""
-    assert isinstance(StoreResource(root=str(tmp_path)).get_store(), LocalStore)
+    assert faults_from_environment(defs) is defs and with_store_faults(defs, "") is defs
     monkeypatch.setenv(FAULTS_ENV, "transient=0.5")
-    wired = faults_setting()
-    assert isinstance(wired, dg.EnvVar) and wired.env_var_name == FAULTS_ENV
-    built = StoreResource(root=str(tmp_path), faults="transient=0.5").get_store()
-    assert isinstance(built, FaultyStore) and built.plan.transient == 0.5
+    resource = faults_from_environment(defs).resources["store"]
+    assert isinstance(resource, FaultyStoreResource) and resource.faults == "transient=0.5"
     monkeypatch.setenv(FAULTS_ENV, "transient=half")
     with pytest.raises(ValueError, match="transient='half' is not a number"):
-        faults_setting()  # a typo stops the definitions from loading
+        faults_from_environment(defs)  # a typo stops the code location from loading
 
 
-def test_both_deployments_wire_the_variable_into_the_store(monkeypatch, s3):
-    from report_pipeline.defs.deployment.deployment import resources_for
+def test_both_deployments_get_the_layer_in_front_of_their_own_store(monkeypatch, tmp_path, s3):
+    from report_pipeline.definitions import build_defs
 
+    monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("REPORT_PIPELINE_S3_BUCKET", s3.bucket)
-    for name in ("local", "production"):
-        monkeypatch.delenv(FAULTS_ENV, raising=False)
-        assert resources_for(name)["store"].faults == ""
-        monkeypatch.setenv(FAULTS_ENV, "transient=0.2")
-        store = resources_for(name)["store"]
-        assert isinstance(store.faults, dg.EnvVar), name
+    monkeypatch.setenv("REPORT_PIPELINE_S3_ENDPOINT", s3.endpoint)
+    for name, inner in (("local", LocalStore), ("production", S3Store)):
+        defs = with_store_faults(build_defs(name), "permanent=doomed/*")
+        with dg.build_resources({"store": defs.resources["store"]}) as built:
+            store = built.store.get_store()
+        assert isinstance(store, FaultyStore) and isinstance(store.inner, inner), name
+        store.put_bytes("fine/1", b"x")
+        with pytest.raises(PermanentStorageError):
+            store.put_bytes("doomed/1", b"x")

@@ -1,8 +1,11 @@
-"""The project's definitions with a 1-second sensor interval, for tests that run a real daemon
-(the daemon's own loop still ticks every ~5 s). Everything else is the project's, unchanged."""
+"""The test code location: the project's definitions with a 1-second sensor interval, for tests
+that run a real daemon (the daemon's own loop still ticks every ~5 s), and with the storage fault
+layer in front of the store when `REPORT_PIPELINE_STORAGE_FAULTS` is set where it loads
+(devstack/faults.py). Everything else is the project's, unchanged."""
 
 import dagster as dg
 
+from devstack.faults import faults_from_environment
 from report_pipeline import definitions
 from report_pipeline.defs.reports.sensors import build_new_report_sensor
 
@@ -20,4 +23,4 @@ def _with_fast_sensor(project: dg.Definitions) -> dg.Definitions:
     )
 
 
-defs = _with_fast_sensor(definitions.defs)
+defs = faults_from_environment(_with_fast_sensor(definitions.defs))

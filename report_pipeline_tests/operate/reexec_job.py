@@ -5,10 +5,10 @@ project's are, and the store fails on demand (REEXEC_FAULT="<method>:<failures>"
 <store>.faults)."""
 
 import os
-from pathlib import Path
 
 import dagster as dg
 
+from devstack.faults import FaultPlan, FaultyStore
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.deployment import (
@@ -26,7 +26,6 @@ from report_pipeline.defs.deployment.resources import (
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.manifest_table import manifest_table
-from report_pipeline_tests.faults import FaultyStore
 
 FAULT = "REEXEC_FAULT"
 PAGES_PER_TASK = 20  # the fixture's 140 pages as 7 tasks: a fan-out worth resuming
@@ -38,8 +37,9 @@ class FaultOnDemandStore(StoreResource):
         if not (fault := os.environ.get(FAULT)):
             return store
         method, failures = fault.split(":")
-        counter = Path(f"{store.root}.faults")
-        return FaultyStore(str(store.root), method, int(failures), False, 0, counter, None)
+        counter = f"{store.root}.faults"
+        plan = FaultPlan(method=method, failures=int(failures), kind="permanent", counter=counter)
+        return FaultyStore(store, plan)
 
 
 def job() -> dg.JobDefinition:

@@ -97,7 +97,6 @@ class DecodeSettings:
     # with `memory_bytes`: its CPU and wall time for the whole report.
     walk_cpu_seconds: float = 60.0
     walk_seconds: float = 120.0
-    isolated: bool = True  # False: decode in this process (the benchmark's plain loop only)
 
     def pool_size(self) -> int:
         return self.processes or os.cpu_count() or 1

@@ -116,9 +116,13 @@ def _process(doc, ref: ImageRef, limits: Limits) -> Processed:
 
 
 def decode_in_process(
-    path: Path, pages: list[int], limits: Limits, known: dict[int, Draws]
-) -> Iterator[Decoded]:
-    """The same results without a child process: the benchmark's plain loop only."""
+    path: Path, pages: list[int], limits: Limits, settings: object = None, cpu_budget: float = 0.0,
+    known: dict[int, Draws] | None = None,
+) -> Iterator[Decoded]:  # fmt: skip
+    """isolation.decode_pages' results without a child process, so without its confinement
+    (`settings` and `cpu_budget` unused): never on a product path. The benchmark's plain loop and
+    the test that compares the pool against it pass it to `run_report`."""
+    known = known or {}
     with open_pdf(path) as doc:
         seen: set[int] = set()
         for page in pages:

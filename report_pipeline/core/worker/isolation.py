@@ -1,7 +1,7 @@
 """Decoding in child processes: a crash, a runaway allocation or a hang costs one image, not a run.
 
-`decode_pages` yields one `Decoded` per image draw of the given pages. With `isolated` set (the
-default) the work runs in a pool of forked children, each confined before it reads the PDF:
+`decode_pages` yields one `Decoded` per image draw of the given pages. The work runs in a pool of
+forked children, each confined before it reads the PDF:
 an address-space limit (RLIMIT_AS: what it has at the fork plus `memory_bytes`), a CPU limit
 (the task's CPU budget), no core dumps, an empty environment, /dev/null on stdio and no other
 inherited descriptor than its socket. Pages are handed out one at a time, so a report uses every
@@ -42,9 +42,6 @@ def decode_pages(
     """`known`: pages' draws as the planning walk found them (plan_store.read_draws); a page
     without them is walked by its decoder."""
     known = known or {}
-    if not settings.isolated:
-        yield from decoder.decode_in_process(path, pages, limits, known)
-        return
     pool = _Pool(path, limits, settings, cpu_budget, known)
     try:
         yield from pool.run(pages)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import resource
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from report_pipeline.core.scratch.workdir import lease_for, private_file, privat
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
 from report_pipeline.core.worker import walk
+from report_pipeline.core.worker.decoder import Decoded
 from report_pipeline.core.worker.isolation import (
     CpuBudgetExceeded,
     decode_pages,
@@ -117,9 +118,14 @@ def _unread_inline(task: PageTask) -> Iterator[tuple[ImageOutcome, None, None]]:
                 None, None  # fmt: skip
 
 
+# decode_pages' signature: (pdf, pages, limits, decode settings, CPU budget, planned draws)
+Decoders = Callable[..., Iterator[Decoded]]
+
+
 def extract(
-    store: Store, task: PageTask, settings: WorkerSettings, owner: str, attempt: int = 1
-) -> ExtractedTask:
+    store: Store, task: PageTask, settings: WorkerSettings, owner: str, attempt: int = 1,
+    decoders: Decoders = decode_pages,
+) -> ExtractedTask:  # fmt: skip
     """Decode, validate and normalize the task's images in isolated decoders, and write each
     validated image (and each quarantined stream) once, straight to its content-addressed key in
     the revision's archive; the outcomes go to `work/` for the archive step.
@@ -132,7 +138,8 @@ def extract(
 
     An image drawn several times is decoded once per decoder; each content is uploaded once, and
     only if absent (a retry or a rerun writes nothing new). `attempt` is the step's attempt
-    (1: the first), kept on the result for the manifest.
+    (1: the first), kept on the result for the manifest. `decoders`: the confined pool; only a
+    measurement or a test that compares against it passes another (decoder.decode_in_process).
     """
     started = utc_now()
     lease = lease_for(settings, owner)
@@ -143,7 +150,7 @@ def extract(
         mark_work(store, task.ref, settings)  # before this task's objects, later than staging
         planned = read_draws(store, task.ref, task.first_page, task.last_page)
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
-            for outcome, key, md5 in _decode(uploads, task, path, settings, planned):
+            for outcome, key, md5 in _decode(uploads, task, path, settings, planned, decoders):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
     records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
@@ -158,7 +165,7 @@ def extract(
 
 def _decode(
     uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings,
-    planned: dict[int, Draws],
+    planned: dict[int, Draws], decoders: Decoders,
 ) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:  # fmt: skip
     """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
     checks on upload and lists as the ETag; the archive check compares the two). `planned`: the
@@ -168,7 +175,7 @@ def _decode(
     pages = list(range(task.first_page, task.last_page + 1))
     budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
     try:
-        for item in decode_pages(path, pages, settings.limits, settings.decode, budget, planned):
+        for item in decoders(path, pages, settings.limits, settings.decode, budget, planned):
             if item.outcome is None:  # the same image as an earlier draw
                 outcome, key = known[item.xref]
             else:

@@ -34,7 +34,6 @@ from report_pipeline.defs.deployment.resources import (
     InboxResource,
     StoreResource,
     WorkerResource,
-    faults_setting,
 )
 
 DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
@@ -133,7 +132,7 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     )
     return {
         "inbox": InboxResource(root=root(INBOX_ENV)),
-        "store": StoreResource(root=root(STORE_ENV), faults=faults_setting()),
+        "store": StoreResource(root=root(STORE_ENV)),
         "settings": settings,
         "clock": ClockResource(),
         "checks": CheckSettingsResource(),

@@ -15,7 +15,6 @@ honoured. Per-run knobs are op config instead (`stage_report`'s `pages_per_task`
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -30,7 +29,6 @@ from report_pipeline.core.model.settings import (
     TaskSizing,
     WorkerSettings,
 )
-from report_pipeline.core.storage.faults import parse_faults, with_faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 
@@ -95,49 +93,14 @@ def _build(spec: SourceSpec) -> ReportSource:
     return LocalInboxSource(spec.name, spec.root)
 
 
-FAULTS_ENV = "REPORT_PIPELINE_STORAGE_FAULTS"
-
-
-def faults_setting() -> str:
-    """`dg.EnvVar(REPORT_PIPELINE_STORAGE_FAULTS)` when it is set where the definitions load (its
-    spec checked now, so a typo stops the load), else "": no faults. Never on by default."""
-    spec = os.environ.get(FAULTS_ENV, "")
-    if not spec:
-        return ""
-    parse_faults(spec)
-    return dg.EnvVar(FAULTS_ENV)
-
-
-def step_attempt() -> tuple[str, str]:
-    """The step attempt running in this thread, `<month>/<op>[<mapping key>]/<retry number>`,
-    and its run id, so the fault layer draws once per attempt however many stores the step
-    takes ("" outside a step)."""
-    try:
-        context = dg.OpExecutionContext.get()
-    except dg.DagsterInvariantViolationError:
-        return "", ""
-    month = context.partition_key if context.has_partition_key else ""
-    mapping = context.get_mapping_key()
-    step = f"{context.op_handle}[{mapping}]" if mapping else str(context.op_handle)
-    return f"{month}/{step}/{context.retry_number}", context.run_id
-
-
 class StoreResource(dg.ConfigurableResource):
     """The private store for staged sources, work material and the archive: a local folder.
     The production deployment uses `S3StoreResource` (a subclass, same `get_store()`) from
-    `production_store_resource()`. `faults` (tests and benchmarks only; empty by default) puts
-    core/storage/faults.py in front of either."""
+    `production_store_resource()`."""
 
     root: str  # deployment: $REPORT_PIPELINE_STORE or var/store
-    faults: str = ""  # deployment: $REPORT_PIPELINE_STORAGE_FAULTS when set (faults_setting)
 
     def get_store(self) -> Store:
-        if not self.faults:
-            return self.backend_store()
-        return with_faults(self.backend_store(), self.faults, *step_attempt())
-
-    def backend_store(self) -> Store:
-        """The store itself, without injected faults."""
         return LocalStore(root_path(self.root, "store.root"))
 
 

@@ -32,7 +32,6 @@ from report_pipeline.defs.deployment.resources import (
     InboxResource,
     StoreResource,
     _build,
-    faults_setting,
 )
 from report_pipeline.defs.deployment.s3_clients import (
     CLIENT_ATTEMPTS,
@@ -54,7 +53,7 @@ class S3StoreResource(StoreResource):
 
     _store: Store | None = PrivateAttr(default=None)
 
-    def backend_store(self) -> Store:
+    def get_store(self) -> Store:
         if self._store is None:  # one boto3 client per process, not one per call
             self._store = S3Store(self.s3.get_client(), self.bucket, self.prefix)
         return self._store
@@ -84,7 +83,6 @@ def production_store_resource() -> S3StoreResource:
         bucket=dg.EnvVar("REPORT_PIPELINE_S3_BUCKET"),
         prefix=_env("REPORT_PIPELINE_S3_PREFIX") or "",
         s3=s3_resource_from_env(),
-        faults=faults_setting(),
     )
 
 

@@ -1,9 +1,12 @@
-"""Fault injection at the storage boundary, for any Store (LocalStore, S3Store): off unless asked.
+"""Fault injection at the storage boundary, for any Store (LocalStore, S3Store): test and
+benchmark support, never shipped (the wheel holds no `devstack/`).
 
-A deployment switches it on with a spec such as `transient=0.2,seed=3`
-(defs/deployment/resources.py wires
-`REPORT_PIPELINE_STORAGE_FAULTS`); `with_faults(store, "")` is the store itself. The errors are
-the project's own, so the ops' guard and retry policy treat an injected fault like a real one.
+A spec such as `transient=0.2,seed=3` names the faults; `with_faults(store, "")` is the store
+itself. The errors are the project's own, so the ops' guard and retry policy treat an injected
+fault like a real one. Into Dagster, `with_store_faults(defs, spec)` puts the layer in front of
+the definitions' `store` resource (whichever the deployment built); the test code location
+(report_pipeline_tests/intake/live_definitions.py) does so when `REPORT_PIPELINE_STORAGE_FAULTS`
+is set where it loads.
 
 Transient faults are drawn per *session*, not per call (the ops retry whole steps: at a 20% rate
 per call a step archiving 300 images would fail every attempt). A session is what the caller
@@ -20,12 +23,19 @@ Permanent faults: every call on a key matching one of the `permanent` patterns (
 crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added to every call.
 `journal` (a file) receives one JSON line per faulty draw, per injected fault (with the objects
 its session had created) and per `put_if_absent` (created or found), from every process.
+
+Counted faults: with `method` (and `counter`, a file, so every process and every store made for
+a step or a retry shares the count), the calls of that method numbered `after` to
+`after + failures - 1` fail (`kind` transient or permanent); with `watch` (a folder), the private
+workdirs it held at the first of them are written to `<counter>.seen`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import stat
 import threading
 import time
 from collections import Counter
@@ -35,15 +45,23 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
+import dagster as dg
+
+from report_pipeline.core.scratch.workdir import LEASE_FILE
 from report_pipeline.core.storage.store import (
     ObjectInfo,
     PermanentStorageError,
     Store,
     TransientStorageError,
 )
+from report_pipeline.defs.deployment.resources import StoreResource
 
 T = TypeVar("T")
-_FIELDS = {"transient", "permanent", "latency_ms", "seed", "window", "journal"}
+FAULTS_ENV = "REPORT_PIPELINE_STORAGE_FAULTS"
+_NUMBERS = {"transient": float, "latency_ms": float, "seed": int, "window": int, "after": int,
+            "failures": int}  # fmt: skip
+_TEXTS = {"journal", "method", "kind", "counter", "watch"}
+_FIELDS = {*_NUMBERS, *_TEXTS, "permanent"}
 
 
 @dataclass(frozen=True)
@@ -54,17 +72,28 @@ class FaultPlan:
     seed: int = 0
     window: int = 8  # a faulty session fails its k-th call, k uniform in 1..window
     journal: str = ""  # a file: one JSON line per faulty draw, fault and put_if_absent
+    method: str = ""  # counted faults: calls of this method (see module doc)
+    after: int = 0  # calls of `method` that succeed before the failures start
+    failures: int = 0
+    kind: str = "transient"  # or permanent
+    counter: str = ""  # a file: the count of `method`'s calls, shared by every process
+    watch: str = ""  # a folder whose workdirs are recorded at the first counted failure
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.transient <= 1.0:
             raise ValueError(f"storage faults: transient={self.transient} is not in 0..1")
         if self.latency_ms < 0 or self.window < 1:
             raise ValueError("storage faults: latency_ms must be >= 0 and window >= 1")
+        if self.kind not in {"transient", "permanent"}:
+            raise ValueError(f"storage faults: kind={self.kind!r} is not transient or permanent")
+        if self.method and not (self.counter and self.failures > 0):
+            raise ValueError("storage faults: method= needs counter= and failures= above 0")
 
 
 def parse_faults(spec: str) -> FaultPlan | None:
     """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=8,
-    journal=<file>` (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None."""
+    journal=<file>,method=delete,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>`
+    (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None."""
     values: dict[str, Any] = {"permanent": []}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, value = item.partition("=")
@@ -76,10 +105,10 @@ def parse_faults(spec: str) -> FaultPlan | None:
         try:
             if name == "permanent":
                 values["permanent"].append(value.strip())
-            elif name == "journal":
-                values["journal"] = value.strip()
+            elif name in _TEXTS:
+                values[name] = value.strip()
             else:
-                values[name] = (int if name in {"seed", "window"} else float)(value)
+                values[name] = _NUMBERS[name](value)
         except ValueError:
             raise ValueError(f"storage faults: {name}={value!r} is not a number") from None
     if len(values) == 1 and not values["permanent"]:
@@ -124,6 +153,8 @@ class FaultyStore:
             if any(fnmatchcase(key, pattern) for pattern in self.plan.permanent):
                 injected["permanent"] += 1
                 raise PermanentStorageError(f"injected permanent fault: {method} {key}")
+        if method == self.plan.method:
+            self._counted(method)
         if self.plan.latency_ms:
             time.sleep(self.plan.latency_ms / 1000)
         key = keys[0] if keys else ""
@@ -136,6 +167,19 @@ class FaultyStore:
                 f"injected transient fault: {method} {key} (call {call} of the step attempt)"
             )
         return work()
+
+    def _counted(self, method: str) -> None:
+        counter = Path(self.plan.counter)
+        calls = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(calls + 1))
+        if not self.plan.after <= calls < self.plan.after + self.plan.failures:
+            return
+        if calls == self.plan.after and self.plan.watch:
+            Path(f"{counter}.seen").write_text(json.dumps(workdirs(Path(self.plan.watch))))
+        injected[self.plan.kind] += 1
+        if self.plan.kind == "permanent":
+            raise PermanentStorageError(f"injected failure in {method}")
+        raise TransientStorageError(f"injected timeout in {method}")
 
     def _transient_now(self, key: str) -> int:
         """The session's call number when this call is its fault, else 0."""
@@ -213,3 +257,58 @@ def with_faults(store: Store, spec: str, session: str = "", scope: str = "") -> 
     doc); `store` itself when `spec` is empty."""
     plan = parse_faults(spec)
     return FaultyStore(store, plan, session, scope) if plan else store
+
+
+def workdirs(folder: Path) -> list[dict]:
+    """Every private workdir (inside its hour bucket) under `folder`: name, mode and lease."""
+    return [
+        {"name": d.name, "mode": stat.S_IMODE(d.stat().st_mode),
+         "lease": json.loads((d / LEASE_FILE).read_text()) if (d / LEASE_FILE).exists() else None}
+        for d in sorted(folder.rglob("w-*"))
+    ]  # fmt: skip
+
+
+def step_attempt() -> tuple[str, str]:
+    """The step attempt running in this thread, `<month>/<op>[<mapping key>]/<retry number>`,
+    and its run id, so the fault layer draws once per attempt however many stores the step
+    takes ("" outside a step)."""
+    try:
+        context = dg.OpExecutionContext.get()
+    except dg.DagsterInvariantViolationError:
+        return "", ""
+    month = context.partition_key if context.has_partition_key else ""
+    mapping = context.get_mapping_key()
+    step = f"{context.op_handle}[{mapping}]" if mapping else str(context.op_handle)
+    return f"{month}/{step}/{context.retry_number}", context.run_id
+
+
+class FaultyStoreResource(StoreResource):
+    """`inner`, the deployment's store resource (local or S3), behind the fault layer: a
+    StoreResource, so every op and check takes it unchanged."""
+
+    root: str = ""  # not used: the inner resource's
+    inner: StoreResource
+    faults: str
+
+    def get_store(self) -> Store:
+        return with_faults(self.inner.get_store(), self.faults, *step_attempt())
+
+
+def with_store_faults(defs: dg.Definitions, spec: str) -> dg.Definitions:
+    """`defs` with the faults `spec` asks for in front of its `store` resource (checked now, so a
+    typo stops the load); `defs` itself when `spec` is empty."""
+    if not parse_faults(spec):
+        return defs
+    resources = dict(defs.resources or {})
+    resources["store"] = FaultyStoreResource(inner=resources["store"], faults=spec)
+    return dg.Definitions(
+        assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
+        schedules=defs.schedules, sensors=defs.sensors, resources=resources,
+        executor=defs.executor,
+    )  # fmt: skip
+
+
+def faults_from_environment(defs: dg.Definitions) -> dg.Definitions:
+    """`defs` with the faults `REPORT_PIPELINE_STORAGE_FAULTS` names where they load (none when
+    it is unset): how the test code location and the benchmarks switch the layer on."""
+    return with_store_faults(defs, os.environ.get(FAULTS_ENV, ""))
