@@ -73,11 +73,10 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm and cold), the S3 test server, janitor scaling, sensor ticks, backfill throughput
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm and cold), janitor scaling, sensor ticks, backfill throughput
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
 	$(UV) run python -m bench.cold
-	$(UV) run python -m bench.s3_server
 	$(UV) run python -m bench.janitor
 	$(UV) run python -m bench.intake_sensor
 	$(UV) run python -m bench.backfill --months 12

@@ -41,7 +41,7 @@ RUNS = VARIANTS[2:]  # the production runs
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
 
 
-def sample(variant: str, endpoint: str) -> dict:
+def sample(variant: str, endpoint: str, report: str = str(FIXTURE)) -> dict:
     """One run in this (fresh) process: the `--child` side."""
     from devstack import local_s3
 
@@ -66,7 +66,7 @@ def sample(variant: str, endpoint: str) -> dict:
 
     with tempfile.TemporaryDirectory() as scratch:
         gc.callbacks.append(timed)
-        run = _run(variant, Path(scratch), endpoint)
+        run = _run(variant, Path(scratch), endpoint, Path(report))
         gc.callbacks.remove(timed)
     return {
         "variant": variant, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
@@ -75,25 +75,25 @@ def sample(variant: str, endpoint: str) -> dict:
     }  # fmt: skip
 
 
-def _run(variant: str, scratch: Path, endpoint: str) -> dict:
+def _run(variant: str, scratch: Path, endpoint: str, report: Path) -> dict:
     if variant not in RUNS:
         from bench import measure
         from bench.common import own_cpu
 
         cpu = own_cpu()
-        run = measure.plain(FIXTURE, scratch, table=variant == "plain")
+        run = measure.plain(report, scratch, table=variant == "plain")
         return {**run, "cpu_s": own_cpu() - cpu}
     from bench import production
     from devstack import local_pgbouncer
     from devstack.local_postgres import local_server
 
     with local_server() as server, local_pgbouncer.pgbouncer(server) as pooler:
-        return production.production(FIXTURE, scratch, server, endpoint, pooler)
+        return production.production(report, scratch, server, endpoint, pooler)
 
 
-def child(variant: str, endpoint: str) -> dict:
+def child(variant: str, endpoint: str, report: Path) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.cold", "--child", variant, endpoint],
+        [sys.executable, "-m", "bench.cold", "--child", variant, endpoint, str(report)],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode:
@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cold", description=__doc__,
                                      formatter_class=raw)  # fmt: skip
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--report", type=Path, default=FIXTURE, help="the PDF (default: fixture)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "ENDPOINT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # variant, endpoint, report
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(sample(*args.child)))
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ratios: dict[str, list[float]] = {f"{v}/{p}": [] for v in RUNS for p in VARIANTS[:2]}
     with local_s3.moto_server() as endpoint:
         for i in range(args.rounds):
-            done = {v: child(v, endpoint) for v in (VARIANTS if i % 2 == 0 else VARIANTS[::-1])}
+            order = VARIANTS if i % 2 == 0 else VARIANTS[::-1]
+            done = {v: child(v, endpoint, args.report.resolve()) for v in order}
             for variant, one in done.items():
                 samples[variant].append(one)
             for pair, values in ratios.items():
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  round {i + 1}: " + "  ".join(
                 f"{v} {s['wall_s']:.2f} s (gc {s['gc_s']:.2f}, full {s['full_passes_s']})"
                 for v, s in done.items()), flush=True)  # fmt: skip
-    print(f"\nmonthly_report.pdf, one run per fresh process (medians of {args.rounds} rounds)")
+    print(f"\n{args.report.name}, one run per fresh process (medians of {args.rounds} rounds)")
     for variant, runs in samples.items():
         fields = {k: median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "gc_s")}
         full = median(sum(r["full_passes_s"]) for r in runs)

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import median
@@ -65,10 +65,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--scratch", type=Path, default=default_scratch(),
                         help="where states are built (default: /dev/shm if present)")  # fmt: skip
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="scenario sizes times this (default 1)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if not 0 < args.scale <= 1:
+        parser.error("--scale must be in (0, 1]")
+    if args.scratch is not None and not args.scratch.is_dir():
+        parser.error(f"--scratch {args.scratch} is not a folder")
     return args
+
+
+def scaled(scale: float) -> list[Scenario]:
+    """The scenarios with their sizes times `scale` (at least one of each)."""
+    return [replace(s, workdirs=max(1, round(s.workdirs * scale)),
+                    revisions=max(1, round(s.revisions * scale))) for s in SCENARIOS]  # fmt: skip
 
 
 def sample(scenario: Scenario, scratch: Path, now: datetime, seed: int) -> dict[str, Any]:
@@ -139,14 +151,15 @@ def ratios(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def run_rounds(args: argparse.Namespace, scratch: Path, now: datetime) -> list[dict[str, Any]]:
     """An untimed warm-up, then every scenario once per round, in turn."""
-    sample(SCENARIOS[1], scratch, now, seed=0)
-    samples: dict[str, list[dict[str, Any]]] = {s.name: [] for s in SCENARIOS}
+    scenarios = scaled(args.scale)
+    sample(scenarios[1], scratch, now, seed=0)
+    samples: dict[str, list[dict[str, Any]]] = {s.name: [] for s in scenarios}
     for i in range(args.repeat):
-        for n, scenario in enumerate(SCENARIOS):
+        for n, scenario in enumerate(scenarios):
             samples[scenario.name].append(sample(scenario, scratch, now, seed=1000 * i + n + 1))
         print(f"  round {i + 1}/{args.repeat}: " + "  ".join(
-            f"{s.name} {samples[s.name][-1]['first_s']:.3f}s" for s in SCENARIOS))  # fmt: skip
-    return [summarise(s, samples[s.name]) for s in SCENARIOS]
+            f"{s.name} {samples[s.name][-1]['first_s']:.3f}s" for s in scenarios))  # fmt: skip
+    return [summarise(s, samples[s.name]) for s in scenarios]
 
 
 def main(argv: list[str] | None = None) -> int:

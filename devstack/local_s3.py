@@ -7,7 +7,7 @@ It serves moto's S3 application alone, through the same werkzeug server and requ
 `moto_server`, without moto's multi-service dispatcher. The dispatcher works out which of ~150
 services each request is for: it lists moto's package folder (a stat per entry) and tries the
 services' URL patterns, every request. That, moto's access log and its browser CORS layer took
-a third of the server's CPU per PutObject (3.70 -> 2.50 ms, `python -m bench.s3_server`;
+a third of the server's CPU per PutObject (3.70 -> 2.50 ms, `python -m bench.experiments.s3_server`;
 bench/HISTORY.md, "Equal work, and a leaner S3 test server"), on the two cores the run under test
 decodes on. The tests' in-thread server (`make_server`) is the same application.
 """

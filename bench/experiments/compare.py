@@ -1,5 +1,5 @@
-"""`python -m bench.compare --rounds 5 REV [REV ...]`: bench.production at several commits, as
-paired rounds in one run.
+"""`python -m bench.experiments.compare --rounds 5 REV [REV ...]`: bench.production at several
+commits, as paired rounds in one run.
 
 Each commit is exported (`git archive`) to a temporary folder once. Each round then runs every
 commit's own `python -m bench.production --repeat 1` in its own process (its own warm-up, its
@@ -56,7 +56,9 @@ def one_round(source: Path, out: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.experiments.compare", description=__doc__
+    )
     parser.add_argument("revs", nargs="+", help="commits (or WORKTREE) to compare")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")

@@ -1,5 +1,5 @@
-"""`python -m bench.s3_server`: what the local S3 server costs per PutObject, served as
-`local_s3.moto_server()` serves it (moto's S3 application alone) against moto's own
+"""`python -m bench.experiments.s3_server`: what the local S3 server costs per PutObject,
+served as `local_s3.moto_server()` serves it (moto's S3 application alone) against moto's own
 `moto_server` command (every service behind its dispatcher).
 
 Both servers run at once, each in its own process; every round puts the same 300 objects (60 KB,
@@ -46,7 +46,9 @@ def puts(s3, bucket: str, tag: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.s3_server", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.experiments.s3_server", description=__doc__
+    )
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     with ExitStack() as stack:

@@ -1,4 +1,4 @@
-"""`python -m bench.profile_production`: where a production run's time goes.
+"""`python -m bench.experiments.profile_production`: where a production run's time goes.
 
 After an untimed warm-up, `--repeat` production runs exactly as `bench.production` makes them
 (fresh database and buckets; no plain loop or embedded run beside them), each reported with:
@@ -129,7 +129,9 @@ def report(sample: dict, cpu: dict[str, float], gap: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile_production", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.experiments.profile_production", description=__doc__
+    )
     parser.add_argument(
         "--report", type=Path, default=ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
     )

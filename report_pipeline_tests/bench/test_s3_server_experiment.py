@@ -1,9 +1,10 @@
-"""`bench.s3_server`'s plumbing, so `make bench` does not rot: both servers start (the local S3
-server and moto's own `moto_server` command), take the same puts, and are measured."""
+"""The S3 server experiment's plumbing (bench/experiments/s3_server.py), so it does not rot:
+both servers start (the local S3 server and moto's own `moto_server` command), take the same
+puts, and are measured."""
 
 import re
 
-from bench import s3_server
+from bench.experiments import s3_server
 
 
 def test_both_servers_take_the_puts_and_are_measured(monkeypatch, capsys):
