@@ -1,6 +1,7 @@
 """`report-pipeline preview PDF --out DIR`: the bounded synchronous path, no Dagster.
 `report-pipeline submit REF --month YYYY-MM`: the intake API; launches the month's run.
-`report-pipeline show MONTH [--page N]`: what happened to each image of a month (or a page)."""
+`report-pipeline show MONTH [--page N]`: what happened to each image of a month (or a page).
+`report-pipeline quarantine list|show|decide`: review quarantined images (review_cli.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from report_pipeline import review_cli
 from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.intake import RefusedInput, check_month
 from report_pipeline.core.model.settings import Limits, WorkerSettings
@@ -107,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("month", type=_month, help="the monthly partition, YYYY-MM")
     show.add_argument("--page", type=int, help="one page: a line per image occurrence")
     show.add_argument("--json", action="store_true", help="the manifest's records as JSON")
+    review_cli.add_commands(commands, _month)
     return parser
 
 
@@ -236,7 +239,8 @@ def _say(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    command = {"preview": _preview, "submit": _submit, "show": _show}[args.command]
+    commands = {"preview": _preview, "submit": _submit, "show": _show, "quarantine": review_cli.run}
+    command = commands[args.command]
     try:
         return command(args)
     except Exception as error:  # a bug or the machine, not the report: no traceback, no paths

@@ -18,6 +18,7 @@ from report_pipeline.defs.reports.dead_runs import dead_run_sensor
 from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.manifest_table import manifest_table, manifest_table_sensor
 from report_pipeline.defs.reports.overdue import overdue_report_sensor
+from report_pipeline.defs.reports.review import quarantine_review_job, quarantine_review_sensor
 from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline.defs.retention.checks import archive_retention_checks
 from report_pipeline.defs.retention.image_archive import image_archive
@@ -32,9 +33,15 @@ def build_defs(deployment_name: str) -> dg.Definitions:
     return dg.Definitions(
         assets=[report_manifest, manifest_table, image_archive],
         asset_checks=[archive_retention_checks],
-        jobs=[extract_report_job, cleanup_job, retention_audit_job],
+        jobs=[extract_report_job, cleanup_job, retention_audit_job, quarantine_review_job],
         schedules=[cleanup_schedule, retention_audit_schedule],
-        sensors=[new_report_sensor, overdue_report_sensor, dead_run_sensor, manifest_table_sensor],
+        sensors=[
+            new_report_sensor,
+            overdue_report_sensor,
+            dead_run_sensor,
+            manifest_table_sensor,
+            quarantine_review_sensor,
+        ],  # fmt: skip
         resources=resources_for(deployment_name, executor),
         executor=executor_for(executor),
     )

@@ -43,11 +43,13 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
     assert {key.to_user_string() for key in month} == {
         f"report_manifest:{name}" for name in ("manifest_complete", "archive_matches_manifest",
             "first_attempt_validation", "quarantine_rate", "queue_age_p95",
-            "report_archived_on_time")
+            "report_archived_on_time", "quarantine_reviewed")
     }  # fmt: skip
     for name in ("cleanup_schedule", "retention_audit_schedule"):
         assert defs.resolve_schedule_def(name).description
-    assert defs.resolve_sensor_def("overdue_report_sensor").description
+    for name in ("overdue_report_sensor", "quarantine_review_sensor"):
+        assert defs.resolve_sensor_def(name).description
+    assert defs.resolve_job_def("quarantine_review_job").description
 
 
 def test_every_job_runs_on_the_one_executor_set_on_the_definitions():

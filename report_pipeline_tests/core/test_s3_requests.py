@@ -46,7 +46,7 @@ def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_pat
     settings = WorkerSettings(tmp_path / "work")
     manifest = run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", "2026-10")
     objects = {c.object_key for c in manifest.children if c.object_key}
-    assert len(objects) == 286 and manifest.counts.accounted == 423  # 285 images + evidence
+    assert len(objects) == 287 and manifest.counts.accounted == 423  # 285 images, 2 evidence
     stored = {
         o.key for o in store.list("archive") if "/images/" in o.key or "/quarantine/" in o.key
     }

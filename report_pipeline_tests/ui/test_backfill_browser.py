@@ -23,10 +23,11 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from report_pipeline.cli import main
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model.store_json import child_to_json
+from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.intake.live import LiveDagster, place, wait_for
 from report_pipeline_tests.intake.test_live import launch_backfill
-from report_pipeline_tests.operate.devserver import make_dev
+from report_pipeline_tests.operate.devserver import LAUNCH, make_dev
 
 MONTHS = ["2026-08", "2026-09", "2026-10"]  # 2026-08: no report in the inbox
 ARCHIVED = MONTHS[1:]
@@ -75,7 +76,8 @@ def test_a_backfill_with_a_month_without_a_report_is_shown_truthfully(
     with dg.DagsterInstance.from_config(str(live.home)) as instance:
         assert instance.get_materialized_partitions(ASSET) == set(ARCHIVED)  # 2026-08: Missing
         for name in ("manifest_complete", "archive_matches_manifest", "first_attempt_validation",
-                     "quarantine_rate", "queue_age_p95", "report_archived_on_time"):  # fmt: skip
+                     "quarantine_rate", "queue_age_p95", "report_archived_on_time",
+                     "quarantine_reviewed"):  # fmt: skip
             latest = _latest_by_month(instance, name)  # overdue_report_sensor flags the rest
             for month, (status, severity) in ((m, latest[m]) for m in MONTHS):
                 late = name == "report_archived_on_time"  # every month here is long past due
@@ -95,7 +97,7 @@ def test_a_backfill_with_a_month_without_a_report_is_shown_truthfully(
     page.goto(f"{live.url}/locations/report_pipeline/asset-groups/reports")
     _skip_community_popup(page)
     node = page.locator("div").filter(has=page.get_by_text("report_manifest", exact=True))
-    expect(node.get_by_text(re.compile(r"^5 / 6 Passed$")).first).to_be_visible()
+    expect(node.get_by_text(re.compile(r"^6 / 7 Passed$")).first).to_be_visible()
     shot("asset_graph_checks")
     page.goto(f"{live.url}/assets/report_manifest?view=checks")
     page.get_by_text("report_archived_on_time", exact=True).first.click()
@@ -113,6 +115,35 @@ def test_a_backfill_with_a_month_without_a_report_is_shown_truthfully(
     page.goto(f"{live.url}/runs/b/{backfill_id}?tab=runs")
     expect(page.get_by_text("Success").first).to_be_visible()
     shot("backfill_runs")
+    _review_from_the_launchpad(live, store, page, shot)
+
+
+def _review_from_the_launchpad(live, store: LocalStore, page: Page, shot) -> None:
+    """quarantine_review_job launched as the Launchpad launches it (its config: month,
+    sequence, decision, reviewer, note): a new revision of 2026-10, its checks on the month."""
+    (mismatch,) = [i for i in pending(store, ["2026-10"]) if i.reason == "signature_mismatch"]
+    config = {"month": "2026-10", "sequence": mismatch.sequence, "decision": "accept",
+              "reviewer": "ops.kim", "note": "PNG bytes, a harmless encoder"}  # fmt: skip
+    params = {
+        "selector": {"repositoryLocationName": "report_pipeline",
+                     "repositoryName": "__repository__", "jobName": "quarantine_review_job"},
+        "runConfigData": {"ops": {"decide_quarantined_image": {"config": config}}},
+    }  # fmt: skip
+    launched = live.graphql(LAUNCH, {"p": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    wait_for(lambda: live.status(run_id) in {"SUCCESS", "FAILURE"}, "the review run", 180)
+    assert live.status(run_id) == "SUCCESS"
+    _, manifest = latest_archived(store, "2026-10")
+    assert manifest.previous_revision == mismatch.revision
+    (child,) = [c for c in manifest.children if c.sequence == mismatch.sequence]
+    assert (child.state, child.review.reviewer) == ("archived", "ops.kim")
+    with dg.DagsterInstance.from_config(str(live.home)) as instance:
+        latest = _latest_by_month(instance, "quarantine_reviewed")
+        assert latest["2026-10"] == ("SUCCEEDED", "WARN")
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.get_by_text(re.compile(r"image \d+ of 2026-10: ")).first).to_be_visible()
+    shot("quarantine_review_run")
 
 
 def _latest_by_month(instance: dg.DagsterInstance, name: str) -> dict[str, tuple[str, str]]:

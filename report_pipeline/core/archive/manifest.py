@@ -114,3 +114,24 @@ def sequenced(records: list[ChildRecord]) -> list[ChildRecord]:
 def quarantine_reasons(manifest: Manifest) -> Counter:
     """How many image occurrences were quarantined, per reason."""
     return Counter(c.quarantine_reason for c in manifest.children if c.state == "quarantined")
+
+
+def revised(
+    manifest: Manifest, children: list[ChildRecord], revision: str, created_at: str
+) -> Manifest:
+    """A new revision of `manifest` with `children` in place of its own (a quarantine review's
+    decisions): the same report, pages and deadlines; counts and page rows recounted;
+    `previous_revision` names the revision it revises."""
+    expected = {row.page: row.expected for row in manifest.pages}
+    broken = {row.page: row.broken_streams for row in manifest.pages if row.broken_streams}
+    pages = manifest.counts.pages + manifest.counts.pages_unaccounted
+    counts = _counts(expected, children, pages)
+    return replace(
+        manifest,
+        parent_revision=revision,
+        previous_revision=manifest.parent_revision,
+        created_at=created_at,
+        counts=counts,
+        pages=_page_rows(expected, children, broken),
+        children=tuple(children),
+    )

@@ -36,9 +36,12 @@ def month_manifests(store: Store, month: str) -> Iterator[tuple[str, Manifest]]:
 
 
 def latest_archived(store: Store, month: str) -> tuple[str, Manifest] | None:
-    """The month's newest complete revision (key, manifest): what the month's archive is now."""
+    """The month's newest complete revision (key, manifest): what the month's archive is now.
+    A revision a quarantine review revised is never it (the review's revision is newer)."""
     complete = [(m.created_at, key, m) for key, m in month_manifests(store, month)
                 if m.state == "complete"]  # fmt: skip
+    revised = {m.previous_revision for _, _, m in complete if m.previous_revision}
+    complete = [item for item in complete if item[2].parent_revision not in revised]
     if not complete:
         return None
     _, key, manifest = max(complete, key=lambda item: item[0])

@@ -29,6 +29,7 @@ COLUMNS = [
     ("size", "string", "width x height in pixels"),
     ("format", "string", "archived format (png), empty when quarantined"),
     ("bytes", "int", "bytes of the archived PNG"),
+    ("review", "string", "a reviewer's decision on a quarantined image: accepted | rejected"),
 ]
 
 
@@ -45,6 +46,7 @@ def rows(manifest: Manifest) -> list[dict[str, str | int]]:
             "size": f"{c.width}x{c.height}",
             "format": c.format or "",
             "bytes": c.bytes,
+            "review": c.review.decision if c.review else "",
         }
         for c in manifest.children
     ]

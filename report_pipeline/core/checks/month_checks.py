@@ -25,6 +25,7 @@ class Thresholds:
     max_quarantine_pct: float = 1.0
     max_queue_age_p95_seconds: float = 600.0
     due_day: int = 5  # a month's report is due archived by the end of this day of the next month
+    review_days: int = 30  # a quarantined image undecided longer than this: quarantine_reviewed
 
 
 def _scope(manifest: Manifest) -> dict[str, Any]:
@@ -163,7 +164,7 @@ def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:
 
 
 REVISION_CHECKS = ("manifest_complete", "archive_matches_manifest", "first_attempt_validation",
-                   "quarantine_rate", "queue_age_p95")  # fmt: skip
+                   "quarantine_rate", "queue_age_p95", "quarantine_reviewed")  # fmt: skip
 
 
 def without_report(month: str, now: datetime, limits: Thresholds) -> list[CheckOutcome]:
@@ -176,6 +177,24 @@ def without_report(month: str, now: datetime, limits: Thresholds) -> list[CheckO
         for name in REVISION_CHECKS
     ]  # fmt: skip
     return [*vacuous, archived_on_time(month, None, now, limits)]
+
+
+def quarantine_reviewed(manifest: Manifest, now: datetime, limits: Thresholds) -> CheckOutcome:
+    """Every quarantined image of the revision has a reviewer's decision, or has waited no
+    longer than `review_days` since it was quarantined (core/review/)."""
+    undecided = [c for c in manifest.children if c.state == "quarantined" and not c.review]
+    overdue = [c for c in undecided
+               if (now - parse_iso(c.finished_at)).days >= limits.review_days]  # fmt: skip
+    decided = sum(1 for c in manifest.children if c.review)
+    days = limits.review_days
+    text = (f"{len(overdue)} quarantined image(s) undecided for over {days} days" if overdue
+            else f"{len(undecided)} undecided, none past {days} days")  # fmt: skip
+    return CheckOutcome(
+        "quarantine_reviewed", not overdue, text,
+        {**_scope(manifest), "undecided": len(undecided), "overdue": len(overdue),
+         "decided": decided, "review_days": limits.review_days,
+         "overdue_sequences": ", ".join(str(c.sequence) for c in overdue[:20])},
+    )  # fmt: skip
 
 
 def month_outcomes(
@@ -191,4 +210,5 @@ def month_outcomes(
         quarantine_rate(manifest, limits),
         queue_age_p95(manifest, limits),
         archived_on_time(manifest.month, archived_at, now, limits),
+        quarantine_reviewed(manifest, now, limits),
     ]

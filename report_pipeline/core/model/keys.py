@@ -10,6 +10,8 @@
     index/{work,archive}/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>   deadline markers
     audit/<YYYYMMDD>/<HHMMSSffffff>-<random>.json            one deletion event
     claims/<revision>/<generation:06d>.{json,released}       who may run a revision
+    reviews/events/<YYYYMMDD>/<HHMMSSffffff>-<random>.json   one quarantine-review decision
+    reviews/next/<report_id>/<revision>                      the revision a review made of it
 
 A revision's archive/ objects are on the long clock once its complete manifest is published, and
 on the short clock (as working material) until then.
@@ -27,6 +29,7 @@ WORK = "work"
 ARCHIVE = "archive"
 AUDIT = "audit"
 CLAIMS = "claims"
+REVIEWS = "reviews"  # reviews/events/<YYYYMMDD>/...json, reviews/next/<report_id>/<revision>
 WORK_INDEX = "index/work"  # short clock: staged source, work objects, unfinished revisions
 ARCHIVE_INDEX = "index/archive"  # long clock: an archived revision
 
@@ -116,6 +119,16 @@ def deadline_key(clock: str, deadline: datetime, report_id: str, revision: str) 
 def audit_key(moment: datetime, token: str) -> str:
     """One audit event, bucketed by the day of `moment`; `token` keeps keys unique."""
     return f"{AUDIT}/{moment:%Y%m%d}/{moment:%H%M%S%f}-{token}.json"
+
+
+def review_event_key(moment: datetime, token: str) -> str:
+    """One quarantine-review decision (an audit event), bucketed by the day of `moment`."""
+    return f"{REVIEWS}/events/{moment:%Y%m%d}/{moment:%H%M%S%f}-{token}.json"
+
+
+def review_successor_key(report_id: str, revision: str) -> str:
+    """Which revision a review made of `revision`: written once, so revisions form one line."""
+    return f"{REVIEWS}/next/{report_id}/{revision}"
 
 
 def claims_prefix(revision: str) -> str:

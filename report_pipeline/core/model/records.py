@@ -62,6 +62,19 @@ class ChildRecord:
     # MD5 (hex) of the bytes uploaded to `object_key`, recorded at upload (None in manifests
     # from before it was kept): what S3 checked the upload against and lists as the ETag
     md5: str | None = None
+    # A reviewer's decision on a quarantined image (core/review/; None: undecided, and then left
+    # out of the JSON): accepted (archived now) or rejected (still quarantined)
+    review: Review | None = None
+
+
+@dataclass(frozen=True)
+class Review:
+    decision: str  # accepted | rejected
+    reviewer: str
+    decided_at: str
+    note: str = ""
+    lifted: str = ""  # accepted: the one check lifted for this image (its quarantine reason)
+    from_revision: str = ""  # the revision whose quarantine it was decided on
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,9 @@ class Manifest:
     encrypted: bool | None = None
     permissions: tuple[str, ...] | None = None
     shared_page_nodes: int | None = None
+    # A revision made by a quarantine review (core/review/) names the revision it revised.
+    # (`parent_revision` is the manifest's own revision: the parent of its child records.)
+    previous_revision: str | None = None
 
 
 def percentile(values: list[float], pct: float) -> float:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 # 2: every draw by any path, its origin; isolated decoding; new classes. 3: every spelling of a
 # filter chain read (indirect, /F and /DP, abbreviated names), so the caps hold on all of them.
-EXTRACTOR_VERSION = "3"
+# 4: an image refused by a check on its stream (signature, caps, header size) keeps that stream
+# as quarantine evidence, as one that fails to decode does, so a reviewer can look and decide.
+EXTRACTOR_VERSION = "4"
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,24 @@ class WorkerSettings:
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     extractor_version: str = EXTRACTOR_VERSION
     decode: DecodeSettings = field(default_factory=DecodeSettings)
+    review: ReviewSettings = field(default_factory=lambda: ReviewSettings())
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """The quarantine review (core/review/): how far an accepted image's failed check may be
+    lifted, and what a reviewer's preview and note may be (how long items may wait for a
+    decision is the checks' `review_days`)."""
+
+    # Accept lifts the one check an image failed, for that image alone, up to these ceilings
+    # (above them it stays quarantined: `pixel_cap_exceeded` etc. with the ceiling named).
+    max_image_pixels: int = 150_000_000
+    max_image_side: int = 40_000
+    max_image_stream_bytes: int = 128 * 1024 * 1024
+    preview_side: int = 2048  # `quarantine show`'s preview PNG is scaled to fit this square
+    note_chars: int = 500
+
+    def __post_init__(self) -> None:
+        if min(self.max_image_pixels, self.max_image_side, self.max_image_stream_bytes,
+               self.preview_side, self.note_chars) <= 0:  # fmt: skip
+            raise ValueError("review limits must be positive")

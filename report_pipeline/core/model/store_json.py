@@ -27,13 +27,16 @@ from report_pipeline.core.model.records import (
     Metrics,
     OutcomeRecord,
     PageRow,
+    Review,
 )
 from report_pipeline.core.storage.store import MissingObject, PermanentStorageError, Store
 
 JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may hold
 # Left out when None: a tombstone's keys, and schema 3's keys in a manifest read from an older
 # schema (so it keeps its bytes when written back).
-_OPTIONAL = ("expired_at", "deleted", "encrypted", "permissions", "shared_page_nodes")
+_OPTIONAL = (
+    "expired_at", "deleted", "encrypted", "permissions", "shared_page_nodes", "previous_revision",
+)  # fmt: skip
 
 
 def outcome_to_json(record: OutcomeRecord) -> dict[str, Any]:
@@ -60,11 +63,14 @@ def child_to_json(child: ChildRecord) -> dict[str, Any]:
 def _without_absent_md5(data: dict[str, Any]) -> dict[str, Any]:
     if data["md5"] is None:
         del data["md5"]  # no object, or a schema 1 record
+    if data.get("review", 0) is None:
+        del data["review"]  # undecided: as manifests without reviews wrote it
     return data
 
 
 def child_from_json(data: dict[str, Any]) -> ChildRecord:
-    return ChildRecord(**data)
+    review = data.get("review")
+    return ChildRecord(**{**data, "review": Review(**review) if review else None})
 
 
 def manifest_to_json(manifest: Manifest) -> dict[str, Any]:

@@ -61,11 +61,15 @@ def _check_stream(
     validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
-    signature = validation.check_codec(filters[0], raw) if filters else None
-    validation.check_dimensions(*size, limits)
-    validation.check_codestream(raw, filters, list(parms), size, limits)
-    if filters and filters[-1] == "JBIG2Decode":
-        _check_jbig2_globals(doc, parms[-1], limits)
+    try:
+        signature = validation.check_codec(filters[0], raw) if filters else None
+        validation.check_dimensions(*size, limits)
+        validation.check_codestream(raw, filters, list(parms), size, limits)
+        if filters and filters[-1] == "JBIG2Decode":
+            _check_jbig2_globals(doc, parms[-1], limits)
+    except Quarantined as bad:
+        bad.evidence = raw  # read, and within the stream cap
+        raise
     return raw, signature
 
 
@@ -92,7 +96,11 @@ def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[byt
         raise Quarantined("bad_mask_reference", "its /SMask is not an image stream")
     if ref.smask:
         size = tuple(declared_int(doc, ref.smask, key)[0] for key in ("Width", "Height"))
-        _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
+        try:
+            _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
+        except Quarantined as bad:
+            bad.evidence = raw  # the image's own stream, not its mask's
+            raise
     return raw, signature
 
 
@@ -159,6 +167,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
         result = normalize.encode_png(image)
     except Quarantined as bad:
+        if evidence is None and bad.evidence is not None:  # refused by a check on its stream
+            raw = evidence = bad.evidence
         outcome = ImageOutcome(
             ref.page, ref.index, "quarantined", bad.reason, bad.detail,
             _declared(ref), signature, ref.width, ref.height, None, None, 0,

@@ -10,3 +10,6 @@ class Quarantined(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        # the image's stream as stored, when a check refused it after reading it (within the
+        # stream cap): kept as evidence for review like a stream that failed to decode
+        self.evidence: bytes | None = None

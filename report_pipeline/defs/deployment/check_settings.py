@@ -1,5 +1,5 @@
 """Thresholds of the per-month checks (validation on the first attempt, queue age, the
-quarantine rate and the report's due day)."""
+quarantine rate, the report's due day and the quarantine review's deadline)."""
 
 import dagster as dg
 from pydantic import Field
@@ -28,10 +28,16 @@ class CheckSettingsResource(dg.ConfigurableResource):
         description="a month's report is overdue after this day of the next month (UTC)",
     )
 
+    review_days: int = Field(
+        Thresholds.review_days,
+        description="quarantine_reviewed warns when a quarantined image is undecided this long",
+    )
+
     def thresholds(self) -> Thresholds:
         return Thresholds(
             min_first_attempt_pct=self.min_first_attempt_pct,
             max_quarantine_pct=self.max_quarantine_pct,
             max_queue_age_p95_seconds=self.max_queue_age_p95_seconds,
             due_day=self.due_day,
+            review_days=self.review_days,
         )

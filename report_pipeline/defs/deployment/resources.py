@@ -26,6 +26,7 @@ from report_pipeline.core.model.settings import (
     DecodeSettings,
     Limits,
     RetentionPolicy,
+    ReviewSettings,
     TaskSizing,
     WorkerSettings,
 )
@@ -129,6 +130,9 @@ class WorkerResource(dg.ConfigurableResource):
     report_cpu_seconds: float = DecodeSettings.report_cpu_seconds
     walk_cpu_seconds: float = DecodeSettings.walk_cpu_seconds  # finding every page's images
     walk_seconds: float = DecodeSettings.walk_seconds
+    # Quarantine review (core/review/): the ceilings an accept may lift a cap to
+    review_max_image_pixels: int = ReviewSettings.max_image_pixels
+    review_max_image_side: int = ReviewSettings.max_image_side
 
     def settings(self) -> WorkerSettings:
         limits = Limits(
@@ -146,4 +150,8 @@ class WorkerResource(dg.ConfigurableResource):
             report_cpu_seconds=self.report_cpu_seconds,
             walk_cpu_seconds=self.walk_cpu_seconds, walk_seconds=self.walk_seconds,
         )  # fmt: skip
-        return WorkerSettings(root, limits, retention, decode=decode)
+        review = ReviewSettings(
+            max_image_pixels=self.review_max_image_pixels,
+            max_image_side=self.review_max_image_side,
+        )  # fmt: skip
+        return WorkerSettings(root, limits, retention, decode=decode, review=review)

@@ -44,6 +44,10 @@ CHECKS = {
         "The month's report was archived by the end of day checks.due_day (default 5) of the "
         "next month. WARN when it was archived late, or is overdue and not archived "
         "(overdue_report_sensor, or a run that found no report)."),
+    "quarantine_reviewed": (WARN, False,
+        "Every quarantined image of the month has a reviewer's decision (report-pipeline "
+        "quarantine, or quarantine_review_job), or has waited no longer than checks.review_days "
+        "(default 30). Re-evaluated daily by quarantine_review_sensor and after each decision."),
 }  # fmt: skip
 OVERDUE_CHECK = "report_archived_on_time"
 

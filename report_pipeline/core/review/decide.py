@@ -1,0 +1,202 @@
+"""A reviewer's decision on one quarantined object, published as a new revision of its month.
+
+reject: the object stays quarantined, marked `rejected`. accept: the one check it failed is
+lifted for it alone, up to the review ceilings, its evidence is decoded in a confined child and
+normalized to PNG, and it is archived, marked `accepted` with the check lifted. If that decode
+fails too, it stays quarantined with the reason added, undecided.
+
+Either way the month gets a new revision (`previous_revision` names the one decided on): its
+objects are copied under the new revision's prefix (nothing is re-extracted), it keeps the
+archive deadline of the revision it revises (a review never extends the archive clock), and
+`reviews/next/...` is written once per revision, so two reviewers cannot fork the month. Every
+decision is an audit event without image bytes. Deciding again the same way changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from report_pipeline.core.archive.manifest import revised
+from report_pipeline.core.archive.table import write_table
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import iso, parse_iso
+from report_pipeline.core.model.records import ChildRecord, Manifest, Review
+from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
+from report_pipeline.core.retention import deadlines
+from report_pipeline.core.review import confined
+from report_pipeline.core.review.queue import Item, ReviewError, archived, find
+from report_pipeline.core.storage.store import MissingObject, Store
+
+DECISIONS = {"accept": "accepted", "reject": "rejected"}
+# The checks an accept may lift: the quarantine reason -> what is lifted (up to the ceilings)
+LIFTABLE = {
+    "pixel_cap_exceeded": "pixel cap",
+    "dimensions_exceed_cap": "side cap",
+    "signature_mismatch": "signature check",
+    "dimension_mismatch": "declared-size check",
+}
+REVIEWER = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}\Z")
+
+
+@dataclass(frozen=True)
+class Decided:
+    month: str
+    sequence: int
+    decision: str  # accepted | rejected | accept_failed
+    reviewer: str
+    revision: str  # the month's revision now
+    previous_revision: str
+    changed: bool  # False: the same decision was already recorded
+    reason: str = ""  # accept_failed: why the evidence still does not pass
+
+
+def check_request(decision: str, reviewer: str, note: str, settings: ReviewSettings) -> None:
+    if decision not in DECISIONS:
+        raise ReviewError("bad_input", f"decision {decision!r} is not accept or reject")
+    if not REVIEWER.match(reviewer):
+        raise ReviewError("bad_input", "reviewer must be a plain identifier: a letter, then up "
+                          "to 63 letters, digits, '.', '_' or '-'")  # fmt: skip
+    if len(note) > settings.note_chars:
+        raise ReviewError("bad_input", f"note is {len(note)} characters; at most "
+                          f"{settings.note_chars}")  # fmt: skip
+
+
+def decide(
+    store: Store, month: str, sequence: int, decision: str, reviewer: str, note: str,
+    now: datetime, review: ReviewSettings | None = None, decode: DecodeSettings | None = None,
+    expected_revision: str = "",
+) -> Decided:  # fmt: skip
+    review, decode = review or ReviewSettings(), decode or DecodeSettings()
+    check_request(decision, reviewer, note, review)
+    _, manifest = archived(store, month)
+    previous = manifest.parent_revision
+    if expected_revision and expected_revision != previous:
+        raise ReviewError("revision_changed", f"{month}'s archived revision is now {previous}, "
+                          f"not {expected_revision}: list the queue again")  # fmt: skip
+    item = find(manifest, sequence)
+    wanted = DECISIONS[decision]
+    if item.decision:
+        if item.decision == wanted:
+            return Decided(month, item.sequence, wanted, reviewer, previous,
+                           manifest.previous_revision or previous, False)  # fmt: skip
+        raise ReviewError("already_decided", f"image {item.sequence} of {month} was "
+                          f"{item.decision}; a contrary decision is refused")  # fmt: skip
+    mark = Review(wanted, reviewer, iso(now), note, "", previous)
+    png, reason = b"", ""
+    if decision == "accept":
+        png, mark, reason = _accept(store, item, mark, review, decode)
+    token = f"{item.sequence}\n{decision}\n{reason}"
+    revision = hashlib.sha256(f"{previous}\n{token}".encode()).hexdigest()[:20]
+    image_key = ""
+    if png:
+        image_key = keys.image_key(manifest.report_id, revision, hashlib.sha256(png).hexdigest())
+    children = [_decided(c, item, mark, png, image_key, reason) for c in manifest.children]
+    _publish(store, manifest, children, revision, png, image_key, now)
+    outcome = "accept_failed" if reason else wanted
+    _audit(store, manifest, item, outcome, mark, revision, reason, now)
+    return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason)
+
+
+def _accept(
+    store: Store, item: Item, mark: Review, review: ReviewSettings, decode: DecodeSettings
+) -> tuple[bytes, Review, str]:
+    if item.reason not in LIFTABLE:
+        raise ReviewError("cannot_accept", f"image {item.sequence} was quarantined as "
+                          f"{item.reason}, which no lifted check makes whole: reject "
+                          "it")  # fmt: skip
+    if not item.evidence_key:
+        raise ReviewError("cannot_accept", f"image {item.sequence} has no evidence to decode")
+    try:
+        evidence = store.get_bytes(item.evidence_key, review.max_image_stream_bytes)
+    except MissingObject:
+        raise ReviewError("cannot_accept", f"image {item.sequence}'s evidence is gone "
+                          "(expired or deleted)") from None  # fmt: skip
+    caps = confined.Caps(review.max_image_pixels, review.max_image_side)
+    result = confined.decode(evidence, caps, decode, decode.image_seconds)
+    if not result.ok:
+        return b"", mark, f"{result.reason}: {result.detail}"
+    return result.png, replace(mark, lifted=item.reason), ""
+
+
+def _decided(
+    child: ChildRecord, item: Item, mark: Review, png: bytes, image_key: str, reason: str
+) -> ChildRecord:
+    if child.sequence not in item.sequences:
+        return child
+    if reason:  # the accept's decode failed too: still quarantined, undecided, reason added
+        detail = f"{child.quarantine_detail or ''}; accept failed: {reason}".lstrip("; ")
+        return replace(child, quarantine_detail=detail)
+    if not png:
+        return replace(child, review=mark)
+    return replace(
+        child, state="archived", content_hash=hashlib.sha256(png).hexdigest(), format="png",
+        mode=None, bytes=len(png), object_key=image_key,
+        md5=hashlib.md5(png, usedforsecurity=False).hexdigest(),
+        quarantine_reason=None, quarantine_detail=None, review=mark,
+    )  # fmt: skip
+
+
+def _publish(
+    store: Store, manifest: Manifest, children: list[ChildRecord], revision: str, png: bytes,
+    image_key: str, now: datetime,
+) -> None:  # fmt: skip
+    """The new revision's objects, deadline marker, manifest and table."""
+    lock = keys.review_successor_key(manifest.report_id, manifest.parent_revision)
+    taken = not store.put_if_absent(lock, revision.encode())
+    if taken and store.get_bytes(lock, 64).decode() != revision:
+        raise ReviewError("revision_changed", f"{manifest.month} was revised by another "
+                          "decision meanwhile: list the queue again")  # fmt: skip
+    if image_key:
+        md5 = hashlib.md5(png, usedforsecurity=False).hexdigest()
+        store.put_if_absent(image_key, png, md5)
+    moved = [_moved(store, c, manifest.report_id, revision) for c in children]
+    archive_by = parse_iso(manifest.deadlines.archive_delete_by)
+    deadlines.record(store, deadlines.ARCHIVE, archive_by, manifest.report_id, revision)
+    new = revised(manifest, moved, revision, iso(now))
+    store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
+    write_table(store, new)
+
+
+def _moved(store: Store, child: ChildRecord, report_id: str, revision: str) -> ChildRecord:
+    """`child` with its object under the new revision (copied there once)."""
+    if not child.object_key:
+        return child
+    old = keys.parse_archive_key(child.object_key)
+    if old.revision == revision:
+        return child
+    key = f"{keys.archive_prefix(report_id, revision)}/{old.kind}/{old.name}"
+    if not store.exists(key):
+        size = child.bytes if old.kind == keys.IMAGES else child.stream_bytes
+        store.put_if_absent(key, store.get_bytes(child.object_key, max(size, 1)), child.md5 or "")
+    return replace(child, object_key=key)
+
+
+def _audit(
+    store: Store, manifest: Manifest, item: Item, outcome: str, mark: Review, revision: str,
+    reason: str, now: datetime,
+) -> None:  # fmt: skip
+    event = {
+        "event": "quarantine_decision", "month": manifest.month, "report_id": manifest.report_id,
+        "from_revision": manifest.parent_revision, "revision": revision,
+        "sequence": item.sequence, "sequences": list(item.sequences),
+        "object": keys.parse_archive_key(item.evidence_key).digest if item.evidence_key else "",
+        "quarantine_reason": item.reason, "decision": outcome, "reviewer": mark.reviewer,
+        "decided_at": mark.decided_at, "note": mark.note, "lifted": mark.lifted,
+        "failed": reason,
+    }  # fmt: skip
+    key = keys.review_event_key(now, secrets.token_hex(6))
+    store.put_bytes(key, json.dumps(event, sort_keys=True).encode())
+
+
+def events(store: Store) -> list[dict]:
+    """Every decision recorded, oldest first."""
+    found = []
+    for day in store.list_prefixes(f"{keys.REVIEWS}/events"):
+        for info in store.list(day):
+            found.append(json.loads(store.get_bytes(info.key, 1 << 20)))
+    return sorted(found, key=lambda e: e["decided_at"])

@@ -1,0 +1,95 @@
+"""The quarantine review in Dagster: `quarantine_review_job` takes one decision from the
+Launchpad (the same as `report-pipeline quarantine decide`), and `quarantine_review_sensor`
+re-evaluates each archived month's `quarantine_reviewed` check daily, as items age past the
+review deadline without a decision. Both record on the month's partition."""
+
+import json
+
+import dagster as dg
+from pydantic import Field
+
+from report_pipeline.core.archive.months import latest_archived
+from report_pipeline.core.checks import month_checks
+from report_pipeline.core.review.decide import decide
+from report_pipeline.core.review.queue import ReviewError, archived_months
+from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.reports.month_checks import ASSET, check_evaluation
+
+REVIEW_CHECK = "quarantine_reviewed"
+
+
+class ReviewDecision(dg.Config):
+    """One decision, as `report-pipeline quarantine decide` takes it (see docs/review.md)."""
+
+    month: str = Field(description="the month, YYYY-MM")
+    sequence: int = Field(description="the image's sequence, from `quarantine list`")
+    decision: str = Field(description="accept or reject")
+    reviewer: str = Field(description="who decides: a plain identifier")
+    note: str = Field("", description="why (at most 500 characters)")
+    revision: str = Field("", description="the revision listed; refused if it changed since")
+
+
+@dg.op(description="Record a reviewer's decision on one quarantined image: a new revision.")
+def decide_quarantined_image(
+    context: dg.OpExecutionContext, config: ReviewDecision, store: StoreResource,
+    settings: WorkerResource, checks: CheckSettingsResource, clock: ClockResource,
+) -> None:  # fmt: skip
+    backend, worker, now = store.get_store(), settings.settings(), clock.now()
+    try:
+        done = decide(
+            backend, config.month, config.sequence, config.decision, config.reviewer,
+            config.note, now, worker.review, worker.decode, config.revision,
+        )  # fmt: skip
+    except ReviewError as refused:
+        raise dg.Failure(f"refused ({refused.code}): {refused.message}",
+                         metadata={"refusal": refused.code}) from None  # fmt: skip
+    summary = {"decision": done.decision, "revision": done.revision, "changed": done.changed,
+               "previous_revision": done.previous_revision, "sequence": done.sequence,
+               "reason": done.reason}  # fmt: skip
+    context.log.info(f"image {done.sequence} of {config.month}: {json.dumps(summary)}")
+    context.log_event(dg.AssetObservation(
+        asset_key=ASSET, partition=config.month, metadata=summary,
+        description=f"quarantine review: image {done.sequence} {done.decision}",
+    ))  # fmt: skip
+    _, manifest = latest_archived(backend, config.month) or (None, None)
+    if manifest is not None:  # the new revision's checks, on the month's partition
+        for outcome in month_checks.month_outcomes(backend, manifest, checks.thresholds(), now):
+            context.log_event(check_evaluation(outcome, config.month))
+    if done.decision == "accept_failed":
+        raise dg.Failure(f"still quarantined: {done.reason}", metadata=summary)
+
+
+@dg.job(description="One quarantine decision from the Launchpad: month, sequence, accept or "
+        "reject, reviewer and note (docs/review.md). No shell needed.")  # fmt: skip
+def quarantine_review_job():
+    decide_quarantined_image()
+
+
+@dg.sensor(
+    minimum_interval_seconds=24 * 3600,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Daily: re-evaluates quarantine_reviewed on every archived month whose result "
+    "changed (items aging past checks.review_days, or decided). Starts no runs.",
+)
+def quarantine_review_sensor(
+    context: dg.SensorEvaluationContext, store: StoreResource, checks: CheckSettingsResource,
+    clock: ClockResource,
+):  # fmt: skip
+    backend, limits, now = store.get_store(), checks.thresholds(), clock.now()
+    last = json.loads(context.cursor) if context.cursor else {}
+    events = []
+    for month in archived_months(backend):
+        found = latest_archived(backend, month)
+        if found is None:
+            continue
+        outcome = month_checks.quarantine_reviewed(found[1], now, limits)
+        state = f"{found[1].parent_revision}:{outcome.passed}"
+        if last.get(month) != state:
+            last[month] = state
+            events.append(check_evaluation(outcome, month))
+    cursor = json.dumps(last, sort_keys=True)
+    if not events:
+        return dg.SensorResult(skip_reason="no month's review state changed", cursor=cursor)
+    return dg.SensorResult(asset_events=events, cursor=cursor)

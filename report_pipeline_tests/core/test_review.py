@@ -1,0 +1,191 @@
+"""Quarantine review in the core (core/review/), on both stores: the queue, a safe look at an
+item, and decisions that publish a new revision of the month, audited."""
+
+from __future__ import annotations
+
+import json
+import resource
+import stat
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from report_pipeline.core.archive.months import latest_archived
+from report_pipeline.core.checks.month_checks import archive_matches_manifest
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.review.decide import decide, events
+from report_pipeline.core.review.queue import ReviewError, pending
+from report_pipeline.core.review.show import show
+from report_pipeline_tests.conftest import fixture_pdf
+
+
+def archive(store, tmp_path: Path, name: str, month: str) -> None:
+    settings = WorkerSettings(tmp_path / f"work-{month}")
+    manifest = run_report(store, fixture_pdf(name), settings, "inbox", month)
+    assert manifest.state == "complete"
+
+
+def by_reason(store, month: str) -> dict:
+    return {item.reason: item for item in pending(store, [month])}
+
+
+def current(store, month: str):
+    return latest_archived(store, month)[1]
+
+
+@pytest.fixture
+def monthly(any_store, tmp_path, clock):
+    month = clock.month(-1)
+    archive(any_store, tmp_path, "monthly_report.pdf", month)
+    return any_store, month
+
+
+def test_the_queue_lists_each_undecided_quarantined_object_with_its_evidence(monthly):
+    store, month = monthly
+    queue = by_reason(store, month)
+    assert sorted(queue) == ["signature_mismatch", "truncated"]
+    mismatch, truncated = queue["signature_mismatch"], queue["truncated"]
+    assert (mismatch.pages, truncated.pages) == ((100,), (50,))
+    assert mismatch.declared_type == "jpeg" and mismatch.stream_bytes > 0
+    assert "/quarantine/" in mismatch.evidence_key and "/quarantine/" in truncated.evidence_key
+    assert json.loads(json.dumps(mismatch.as_json()))["pages"] == [100]
+
+
+def test_show_writes_the_evidence_and_a_preview_into_a_private_folder(monthly, tmp_path):
+    store, month = monthly
+    item = by_reason(store, month)["signature_mismatch"]
+    shown = show(store, month, item.sequence, tmp_path / "look")
+    assert stat.S_IMODE((tmp_path / "look").stat().st_mode) == 0o700
+    for path in (shown.evidence, shown.preview):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert shown.evidence.read_bytes() == store.get_bytes(item.evidence_key, 1 << 20)
+    assert shown.preview.read_bytes().startswith(b"\x89PNG") and shown.no_preview == ""
+    truncated = by_reason(store, month)["truncated"]
+    cut = show(store, month, truncated.sequence, tmp_path / "cut")
+    assert cut.preview is None and cut.no_preview.startswith(("truncated", "undecodable"))
+    with pytest.raises(ReviewError) as used:
+        show(store, month, item.sequence, tmp_path / "look")  # not an empty folder
+    assert used.value.code == "bad_input"
+
+
+def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(monthly, clock):
+    store, month = monthly
+    before = current(store, month)
+    item = by_reason(store, month)["truncated"]
+    done = decide(store, month, item.sequence, "reject", "ana.lopez", "cut off", clock.now)
+    after = current(store, month)
+    assert done.changed and after.parent_revision == done.revision != before.parent_revision
+    assert after.previous_revision == before.parent_revision
+    (child,) = [c for c in after.children if c.sequence == item.sequence]
+    assert child.state == "quarantined" and child.review.decision == "rejected"
+    assert (child.review.reviewer, child.review.note) == ("ana.lopez", "cut off")
+    assert "truncated" not in by_reason(store, month)
+    assert after.counts == before.counts and archive_matches_manifest(store, after).passed
+    again = decide(store, month, item.sequence, "reject", "ana.lopez", "cut off", clock.now)
+    assert not again.changed and current(store, month) == after
+    with pytest.raises(ReviewError) as contrary:
+        decide(store, month, item.sequence, "accept", "bo", "", clock.now)
+    assert contrary.value.code == "already_decided"
+
+
+def test_accept_archives_the_image_with_the_check_lifted_and_nothing_else_changes(monthly, clock):
+    store, month = monthly
+    before = current(store, month)
+    item = by_reason(store, month)["signature_mismatch"]
+    done = decide(store, month, item.sequence, "accept", "bo", "a PNG, fine", clock.now)
+    after = current(store, month)
+    assert done.decision == "accepted" and after.previous_revision == before.parent_revision
+    (child,) = [c for c in after.children if c.sequence == item.sequence]
+    assert child.state == "archived" and child.review.lifted == "signature_mismatch"
+    assert child.object_key.startswith(f"archive/{after.report_id}/{after.parent_revision}/")
+    assert (child.width, child.height, child.format) == (64, 64, "png")
+    assert after.counts.archived == before.counts.archived + 1
+    assert after.counts.quarantined == before.counts.quarantined - 1
+    others = [c for c in after.children if c.sequence != item.sequence]
+    olds = [c for c in before.children if c.sequence != item.sequence]
+    assert [c.content_hash for c in others] == [c.content_hash for c in olds]
+    assert archive_matches_manifest(store, after).passed
+    assert after.deadlines == before.deadlines  # the archive clock is not restarted
+    with pytest.raises(ReviewError) as contrary:
+        decide(store, month, item.sequence, "reject", "bo", "", clock.now)
+    assert contrary.value.code == "already_decided"
+
+
+def test_accept_is_refused_for_what_no_lifted_check_makes_whole(monthly, clock):
+    store, month = monthly
+    item = by_reason(store, month)["truncated"]
+    with pytest.raises(ReviewError) as refused:
+        decide(store, month, item.sequence, "accept", "bo", "", clock.now)
+    assert refused.value.code == "cannot_accept" and "reject it" in refused.value.message
+
+
+def test_a_decision_on_a_revision_that_changed_meanwhile_is_refused(monthly, clock):
+    store, month = monthly
+    queue = by_reason(store, month)
+    seen = current(store, month).parent_revision
+    decide(store, month, queue["truncated"].sequence, "reject", "bo", "", clock.now)
+    with pytest.raises(ReviewError) as stale:
+        decide(store, month, queue["signature_mismatch"].sequence, "reject", "cy", "", clock.now,
+               expected_revision=seen)  # fmt: skip
+    assert stale.value.code == "revision_changed" and "list" in stale.value.message
+
+
+@pytest.mark.parametrize(
+    ("reviewer", "note", "decision"),
+    [("../etc", "", "reject"), ("", "", "reject"), ("bo", "x" * 501, "reject"),
+     ("bo", "", "maybe")],
+)  # fmt: skip
+def test_bad_input_is_refused_before_anything_is_read(any_store, clock, reviewer, note, decision):
+    with pytest.raises(ReviewError) as bad:
+        decide(any_store, clock.month(-1), 1, decision, reviewer, note, clock.now)
+    assert bad.value.code == "bad_input"
+    with pytest.raises(ReviewError) as unknown:
+        decide(any_store, clock.month(-1), 1, "reject", "bo", "", clock.now)
+    assert unknown.value.code == "unknown_month"
+
+
+def test_every_decision_is_an_audit_event_without_image_bytes(monthly, clock):
+    store, month = monthly
+    queue = by_reason(store, month)
+    decide(store, month, queue["truncated"].sequence, "reject", "ana", "no", clock.now)
+    later = clock.now + timedelta(seconds=1)
+    decide(store, month, queue["signature_mismatch"].sequence, "accept", "bo", "ok", later)
+    logged = events(store)
+    assert [(e["decision"], e["reviewer"], e["lifted"]) for e in logged] == [
+        ("rejected", "ana", ""), ("accepted", "bo", "signature_mismatch")]  # fmt: skip
+    assert logged[1]["from_revision"] == logged[0]["revision"]
+    assert all(len(json.dumps(e)) < 2000 for e in logged)  # no bytes, only facts
+
+
+def test_a_scan_over_the_pixel_cap_is_accepted_up_to_the_ceiling_and_a_bomb_is_not(
+    any_store, tmp_path, clock
+):
+    month = clock.month(-2)
+    archive(any_store, tmp_path, "review_cases.pdf", month)
+    scan, jpx = sorted(pending(any_store, [month]), key=lambda i: i.pages)
+    assert (scan.reason, jpx.reason) == ("pixel_cap_exceeded", "pixel_cap_exceeded")
+    done = decide(any_store, month, scan.sequence, "accept", "bo", "a real scan", clock.now)
+    manifest = current(any_store, month)
+    (child,) = [c for c in manifest.children if c.sequence == scan.sequence]
+    assert done.decision == "accepted" and (child.width, child.height) == (9000, 8000)
+    assert child.review.lifted == "pixel_cap_exceeded" and manifest.state == "complete"
+    assert archive_matches_manifest(any_store, manifest).passed
+    failed = decide(any_store, month, jpx.sequence, "accept", "bo", "", clock.now)
+    assert failed.decision == "accept_failed" and failed.reason.startswith("pixel_cap_exceeded")
+    (left,) = pending(any_store, [month])  # still quarantined, undecided, the reason added
+    assert left.sequence == jpx.sequence and "accept failed: pixel_cap_exceeded" in left.detail
+
+
+def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(
+    any_store, tmp_path, clock
+):
+    month = clock.month(-2)
+    archive(any_store, tmp_path, "review_cases.pdf", month)
+    jpx = max(pending(any_store, [month]), key=lambda i: i.pages)
+    shown = show(any_store, month, jpx.sequence, tmp_path / "look")
+    assert shown.preview is None and shown.no_preview.startswith("pixel_cap_exceeded")
+    assert sorted(p.name for p in (tmp_path / "look").iterdir()) == ["evidence.bin", "item.json"]
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        assert resource.getrusage(who).ru_maxrss < 1536 * 1024  # KiB: under 1.5 GiB

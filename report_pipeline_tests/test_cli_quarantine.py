@@ -1,0 +1,91 @@
+"""`report-pipeline quarantine list|show|decide` from a shell, on either deployment's store (the
+local store; S3 on the moto server), with the documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+from report_pipeline.cli import main
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.review_cli import EXIT_CODES, EXIT_TRANSIENT
+from report_pipeline_tests import s3 as s3_helpers
+from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.intake.live import free_port
+
+MONTH = "2026-10"
+
+
+def s3_env(endpoint: str, bucket: str) -> dict[str, str]:
+    return {"REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_S3_BUCKET": bucket,
+            "REPORT_PIPELINE_S3_PREFIX": "pipeline", "REPORT_PIPELINE_S3_ENDPOINT": endpoint,
+            **s3_helpers.CREDENTIALS, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}  # fmt: skip
+
+
+@pytest.fixture(params=["local", "production"])
+def deployed(request, tmp_path, monkeypatch):
+    """The monthly report archived for MONTH in the deployment's store, and `quarantine`'s
+    environment pointing at it."""
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    if request.param == "local":
+        env = {"REPORT_PIPELINE_STORE": str(tmp_path / "store")}
+        store = LocalStore(tmp_path / "store")
+    else:
+        s3 = s3_helpers.fresh(request.getfixturevalue("s3_server"))
+        env = s3_env(s3.endpoint, s3.bucket)
+        store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    env["REPORT_PIPELINE_WORK"] = str(tmp_path / "work")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    run_report(store, fixture_pdf("monthly_report.pdf"), WorkerSettings(tmp_path / "w"), "inbox",
+               MONTH)  # fmt: skip
+    return store
+
+
+def listed(capsys) -> dict[str, dict]:
+    capsys.readouterr()
+    assert main(["quarantine", "list", MONTH, "--json"]) == 0
+    return {item["reason"]: item for item in json.loads(capsys.readouterr().out)}
+
+
+def test_list_show_and_decide_with_their_exit_codes(deployed, tmp_path, capsys):
+    queue = listed(capsys)
+    assert sorted(queue) == ["signature_mismatch", "truncated"]
+    mismatch, truncated = queue["signature_mismatch"], queue["truncated"]
+    assert main(["quarantine", "show", MONTH, str(mismatch["sequence"]), "--out",
+                 str(tmp_path / "look"), "--json"]) == 0  # fmt: skip
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["preview"].endswith("preview.png") and shown["evidence"].endswith("evidence.bin")
+    assert stat.S_IMODE((tmp_path / "look").stat().st_mode) == 0o700
+
+    def decide(item, decision, *extra) -> int:
+        return main(["quarantine", "decide", MONTH, str(item["sequence"]), decision,
+                     "--reviewer", "ana", "--note", "seen", *extra])  # fmt: skip
+
+    assert decide(truncated, "accept") == EXIT_CODES["cannot_accept"] == 33
+    assert decide(truncated, "reject", "--revision", truncated["revision"]) == 0
+    assert decide(truncated, "reject") == 0  # the same again: nothing changes
+    assert "already rejected" in capsys.readouterr().out
+    assert decide(truncated, "accept") == EXIT_CODES["already_decided"] == 32
+    stale = decide(mismatch, "accept", "--revision", mismatch["revision"])
+    assert stale == EXIT_CODES["revision_changed"] == 34  # listed before the reject
+    assert decide(mismatch, "accept") == 0
+    assert listed(capsys) == {}
+    assert main(["quarantine", "decide", "2026-09", "1", "reject", "--reviewer", "a"]) == 30
+    assert main(["quarantine", "decide", MONTH, "999999", "reject", "--reviewer", "a"]) == 31
+    assert main(["quarantine", "decide", MONTH, "1", "reject", "--reviewer", "a b"]) == 35
+    err = capsys.readouterr().err
+    assert "refused (unknown_month)" in err and str(tmp_path) not in err
+
+
+def test_an_unreachable_store_is_transient_and_says_retry(monkeypatch, capsys):
+    for name, value in s3_env(f"http://127.0.0.1:{free_port()}", "nowhere").items():
+        monkeypatch.setenv(name, value)
+    assert main(["quarantine", "list", MONTH]) == EXIT_TRANSIENT == 36
+    assert "retry" in capsys.readouterr().err
