@@ -189,3 +189,27 @@ def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(
     assert sorted(p.name for p in (tmp_path / "look").iterdir()) == ["evidence.bin", "item.json"]
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         assert resource.getrusage(who).ru_maxrss < 1536 * 1024  # KiB: under 1.5 GiB
+
+
+def test_a_reviewed_revision_expires_with_the_month_under_the_archive_clock(
+    monthly, tmp_path, clock
+):
+    from report_pipeline.core.checks.retention_audit import archive_within_retention
+    from report_pipeline.core.model.clock import parse_iso
+    from report_pipeline.core.model.settings import RetentionPolicy
+    from report_pipeline.core.retention import janitor
+
+    store, month = monthly
+    queue = by_reason(store, month)
+    decide(store, month, queue["signature_mismatch"].sequence, "accept", "bo", "", clock.now)
+    decide(store, month, queue["truncated"].sequence, "reject", "bo", "", clock.now)
+    manifest = current(store, month)
+    deadline = parse_iso(manifest.deadlines.archive_delete_by)
+    assert not archive_within_retention(store, deadline + timedelta(days=2), timedelta(0)).passed
+    janitor.run(
+        store, tmp_path / "janitor-work", deadline + timedelta(minutes=1), RetentionPolicy()
+    )
+    for revision in {manifest.parent_revision, manifest.previous_revision}:
+        kept = [o.key for o in store.list(f"archive/{manifest.report_id}/{revision}/")]
+        assert kept == [f"archive/{manifest.report_id}/{revision}/manifest.json"]  # a tombstone
+    assert archive_within_retention(store, deadline + timedelta(days=2), timedelta(0)).passed

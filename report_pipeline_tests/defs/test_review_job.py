@@ -38,6 +38,11 @@ def test_the_job_decides_and_records_the_new_revisions_checks(inbox, instance, r
     assert checks["archive_matches_manifest"].passed and checks["quarantine_reviewed"].passed
     assert {e.partition for e in checks.values()} == {"2026-10"}
     assert checks["archive_matches_manifest"].metadata["revision"].value == manifest.parent_revision
+    (table,) = [m for m in result.asset_materializations_for_node("decide_quarantined_image")
+                if m.asset_key == dg.AssetKey("manifest_table")]  # fmt: skip
+    rows = table.metadata["images"].value.records
+    decided = [r.data for r in rows if r.data["sequence"] == item.sequence]
+    assert table.partition == "2026-10" and decided[0]["review"] == "accepted"
     refused = review(instance, resources, month="2026-10", sequence=item.sequence,
                      decision="reject", reviewer="ops.kim")  # fmt: skip
     assert not refused.success

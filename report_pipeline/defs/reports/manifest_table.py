@@ -26,8 +26,8 @@ SCHEMA = dg.TableSchema(
 )
 UI_ROWS = 5000  # rows shown in the UI; the CSV and `report-pipeline show` have every row
 HASH_CHARS = 12  # a short content hash in the UI (the CSV and the manifest keep all 64)
-UI_COLUMNS = ["page", "sequence", "origin", "state", "reason", "format", "size", "bytes",
-              "content_hash"]  # fmt: skip
+UI_COLUMNS = ["page", "sequence", "origin", "state", "reason", "review", "format", "size",
+              "bytes", "content_hash"]  # fmt: skip
 UI_SCHEMA = dg.TableSchema(
     columns=[
         dg.TableColumn(name, kind, description=text)
@@ -101,17 +101,20 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     manifest, key, written = guarded(context, work)
     if manifest is None:
         raise dg.Failure("the manifest of this partition is not in the store")
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/column_schema": SCHEMA,
-            "dagster/row_count": len(manifest.children),  # a row per occurrence (archive/table.py)
-            "month": context.partition_key,
-            "revision": manifest.parent_revision,
-            "table_key": key,
-            "written": written,
-            **ui_table(manifest),
-        }
-    )
+    return dg.MaterializeResult(metadata=table_metadata(manifest, key, written))
+
+
+def table_metadata(manifest: Manifest, key: str, written: bool) -> dict:
+    """The table's materialization metadata: its schema, a row per occurrence, where it is."""
+    return {
+        "dagster/column_schema": SCHEMA,
+        "dagster/row_count": len(manifest.children),  # a row per occurrence (archive/table.py)
+        "month": manifest.month,
+        "revision": manifest.parent_revision,
+        "table_key": key,
+        "written": written,
+        **ui_table(manifest),
+    }
 
 
 manifest_table_sensor = dg.AutomationConditionSensorDefinition(
