@@ -213,3 +213,24 @@ def test_a_reviewed_revision_expires_with_the_month_under_the_archive_clock(
         kept = [o.key for o in store.list(f"archive/{manifest.report_id}/{revision}/")]
         assert kept == [f"archive/{manifest.report_id}/{revision}/manifest.json"]  # a tombstone
     assert archive_within_retention(store, deadline + timedelta(days=2), timedelta(0)).passed
+
+
+def test_a_decision_that_died_half_way_completes_when_taken_again(monthly, clock):
+    from report_pipeline_tests.faults import Crash, CrashingStore
+
+    store, month = monthly
+    item = by_reason(store, month)["truncated"]
+    copies = iter(range(100))
+    crashing = CrashingStore(store, lambda method, key: method == "put_if_absent"
+                             and "/images/" in key and next(copies) == 50)  # fmt: skip
+    with pytest.raises(Crash):
+        decide(crashing, month, item.sequence, "reject", "bo", "", clock.now)
+    assert current(store, month).previous_revision is None  # not published
+    done = decide(store, month, item.sequence, "reject", "bo", "", clock.now)
+    after = current(store, month)
+    assert done.changed and after.parent_revision == done.revision
+    assert archive_matches_manifest(store, after).passed
+    with pytest.raises(ReviewError) as forked:  # the half-done revision was this decision's
+        decide(store, month, by_reason(store, month)["signature_mismatch"].sequence, "reject",
+               "cy", "", clock.now, expected_revision=after.previous_revision)  # fmt: skip
+    assert forked.value.code == "revision_changed"

@@ -151,12 +151,14 @@ def _publish(
     if taken and store.get_bytes(lock, 64).decode() != revision:
         raise ReviewError("revision_changed", f"{manifest.month} was revised by another "
                           "decision meanwhile: list the queue again")  # fmt: skip
+    # the long clock's marker before any object: a decision that dies half-way leaves nothing
+    # the janitor would not delete at the month's deadline
+    archive_by = parse_iso(manifest.deadlines.archive_delete_by)
+    deadlines.record(store, deadlines.ARCHIVE, archive_by, manifest.report_id, revision)
     if image_key:
         md5 = hashlib.md5(png, usedforsecurity=False).hexdigest()
         store.put_if_absent(image_key, png, md5)
     moved = [_moved(store, c, manifest.report_id, revision) for c in children]
-    archive_by = parse_iso(manifest.deadlines.archive_delete_by)
-    deadlines.record(store, deadlines.ARCHIVE, archive_by, manifest.report_id, revision)
     new = revised(manifest, moved, revision, iso(now))
     store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
     write_table(store, new)
