@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import stat
 from datetime import timedelta
 from pathlib import Path
@@ -13,11 +14,14 @@ import pytest
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
+from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review.decide import decide, events
 from report_pipeline.core.review.queue import ReviewError, pending
 from report_pipeline.core.review.show import show
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline_tests.clock import Clock
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -35,11 +39,20 @@ def current(store, month: str):
     return latest_archived(store, month)[1]
 
 
+@pytest.fixture(scope="module")
+def archived_once(tmp_path_factory) -> tuple[Path, str]:
+    """The monthly report archived once for the module (a LocalStore's folder): each test
+    decides on its own copy. Both stores: the scan test below, and test_cli_quarantine.py."""
+    root, month = tmp_path_factory.mktemp("archived"), Clock(utc_now()).month(-1)
+    archive(LocalStore(root / "store"), root, "monthly_report.pdf", month)
+    return root / "store", month
+
+
 @pytest.fixture
-def monthly(any_store, tmp_path, clock):
-    month = clock.month(-1)
-    archive(any_store, tmp_path, "monthly_report.pdf", month)
-    return any_store, month
+def monthly(archived_once, tmp_path):
+    original, month = archived_once
+    shutil.copytree(original, tmp_path / "store")
+    return LocalStore(tmp_path / "store"), month
 
 
 def test_the_queue_lists_each_undecided_quarantined_object_with_its_evidence(monthly):
@@ -137,12 +150,13 @@ def test_a_decision_on_a_revision_that_changed_meanwhile_is_refused(monthly, clo
     [("../etc", "", "reject"), ("", "", "reject"), ("bo", "x" * 501, "reject"),
      ("bo", "", "maybe")],
 )  # fmt: skip
-def test_bad_input_is_refused_before_anything_is_read(any_store, clock, reviewer, note, decision):
+def test_bad_input_is_refused_before_anything_is_read(tmp_path, clock, reviewer, note, decision):
+    store = LocalStore(tmp_path / "store")
     with pytest.raises(ReviewError) as bad:
-        decide(any_store, clock.month(-1), 1, decision, reviewer, note, clock.now)
+        decide(store, clock.month(-1), 1, decision, reviewer, note, clock.now)
     assert bad.value.code == "bad_input"
     with pytest.raises(ReviewError) as unknown:
-        decide(any_store, clock.month(-1), 1, "reject", "bo", "", clock.now)
+        decide(store, clock.month(-1), 1, "reject", "bo", "", clock.now)
     assert unknown.value.code == "unknown_month"
 
 
@@ -178,13 +192,11 @@ def test_a_scan_over_the_pixel_cap_is_accepted_up_to_the_ceiling_and_a_bomb_is_n
     assert left.sequence == jpx.sequence and "accept failed: pixel_cap_exceeded" in left.detail
 
 
-def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(
-    any_store, tmp_path, clock
-):
-    month = clock.month(-2)
-    archive(any_store, tmp_path, "review_cases.pdf", month)
-    jpx = max(pending(any_store, [month]), key=lambda i: i.pages)
-    shown = show(any_store, month, jpx.sequence, tmp_path / "look")
+def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(tmp_path, clock):
+    month, store = clock.month(-2), LocalStore(tmp_path / "store")
+    archive(store, tmp_path, "review_cases.pdf", month)
+    jpx = max(pending(store, [month]), key=lambda i: i.pages)
+    shown = show(store, month, jpx.sequence, tmp_path / "look")
     assert shown.preview is None and shown.no_preview.startswith("pixel_cap_exceeded")
     assert sorted(p.name for p in (tmp_path / "look").iterdir()) == ["evidence.bin", "item.json"]
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
