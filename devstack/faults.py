@@ -229,6 +229,9 @@ class FaultyStore:
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         return self._call("get_bytes", [key], lambda: self.inner.get_bytes(key, max_bytes))
 
+    def copy(self, src: str, dst: str) -> None:
+        self._call("copy", [dst, src], lambda: self.inner.copy(src, dst))
+
     def fetch(self, key: str, dest: Path, max_bytes: int) -> None:
         self._call("fetch", [key], lambda: self.inner.fetch(key, dest, max_bytes))
 

@@ -184,3 +184,18 @@ def test_listings_paginate(any_store):
     assert len(any_store.list_prefixes("audit")) == 4
     if isinstance(any_store, S3Store):
         assert len(calls) == 4 + 2  # 11 keys in pages of 3, then 4 folders in pages of 3
+
+
+def test_copy_puts_the_same_private_bytes_at_a_second_key_and_leaves_an_existing_one(any_store):
+    any_store.put_bytes("archive/r/a/images/x.png", b"png-x")
+    any_store.copy("archive/r/a/images/x.png", "archive/r/b/images/x.png")
+    any_store.copy("archive/r/a/images/x.png", "archive/r/b/images/x.png")  # again: unchanged
+    assert any_store.get_bytes("archive/r/b/images/x.png", 10) == b"png-x"
+    assert_private(any_store, "archive/r/b/images/x.png")
+    (listed,) = any_store.list("archive/r/b/")
+    if isinstance(any_store, S3Store):  # the copy's ETag is its bytes' MD5, as a PutObject's
+        assert listed.md5 == hashlib.md5(b"png-x").hexdigest()
+    any_store.delete("archive/r/a/images/x.png")
+    assert any_store.get_bytes("archive/r/b/images/x.png", 10) == b"png-x"
+    with pytest.raises(MissingObject):
+        any_store.copy("archive/r/a/images/x.png", "archive/r/c/images/x.png")

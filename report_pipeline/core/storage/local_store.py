@@ -101,6 +101,20 @@ class LocalStore:
             tmp.unlink(missing_ok=True)
         return True
 
+    def copy(self, src: str, dst: str) -> None:
+        """A second name for the same file (a hard link: objects are never rewritten in place,
+        and deleting one name leaves the other)."""
+        source, final = self._path(src), self._path(dst)
+        self._mkdir_chain(final.parent)
+        try:
+            os.link(source, final)
+        except FileExistsError:
+            return
+        except FileNotFoundError:
+            raise MissingObject(f"missing object {src}") from None
+        except OSError as exc:
+            raise PermanentStorageError(f"cannot copy {src}: {exc.strerror}") from None
+
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         path = self._path(key)
         try:

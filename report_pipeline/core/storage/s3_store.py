@@ -121,6 +121,20 @@ class S3Store:
                 raise
         return True
 
+    def copy(self, src: str, dst: str) -> None:
+        """One CopyObject inside the bucket, encrypted like every write; a missing `src` is
+        MissingObject."""
+        source = {"Bucket": self.bucket, "Key": self._key(src)}
+        with mapped("copy", src):
+            try:
+                self.client.copy_object(
+                    Bucket=self.bucket, Key=self._key(dst), CopySource=source, **PRIVATE
+                )
+            except Exception as exc:
+                if is_missing(exc):
+                    raise MissingObject(f"missing object {src}") from None
+                raise
+
     def _open(self, key: str) -> MappedBody:
         with mapped("get", key):
             try:
