@@ -14,9 +14,12 @@ import pytest
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
+from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide, events
 from report_pipeline.core.review.queue import ReviewError, pending
 from report_pipeline.core.review.show import show
@@ -96,6 +99,18 @@ def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(m
     assert (child.review.reviewer, child.review.note) == ("ana.lopez", "cut off")
     assert "truncated" not in by_reason(store, month)
     assert after.counts == before.counts and archive_matches_manifest(store, after).passed
+    # the revision decided on is superseded: a tombstone, its objects gone (audited)
+    superseded = store_json.read_manifest(
+        store, manifest_key(after.report_id, before.parent_revision)
+    )
+    assert (
+        superseded.state == "expired" and superseded.deleted.objects == 287 + 2
+    )  # + its own files
+    prefix = f"archive/{after.report_id}/{before.parent_revision}/"
+    assert [o.key for o in store.list(prefix)] == [f"{prefix}manifest.json"]
+    (event,) = [e for e in deletion_log.read(store, clock.now - timedelta(days=1))
+                if e.kind == "superseded"]  # fmt: skip
+    assert event.revision == before.parent_revision and event.objects == 287 + 2
     again = decide(store, month, item.sequence, "reject", "ana.lopez", "cut off", clock.now)
     assert not again.changed and current(store, month) == after
     with pytest.raises(ReviewError) as contrary:

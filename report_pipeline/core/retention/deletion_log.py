@@ -16,7 +16,8 @@ from report_pipeline.core.storage.store import ObjectInfo, Store
 
 @dataclass(frozen=True)
 class Deletion:
-    # workdir | working_material | archive | untracked kinds (untracked.py) | partial_write
+    # workdir | working_material | archive | untracked kinds (untracked.py) | partial_write |
+    # superseded (a quarantine review replaced the revision: core/review/decide.py)
     kind: str
     item: str  # a revision id or a workdir's random name
     report_id: str

@@ -127,14 +127,14 @@ def sweep_working_material(
 
 
 def expire_revision(
-    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime
-) -> Deletion | None:
-    """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`)."""
+    store: Store, report_id: str, revision: str, deadline: datetime, now: datetime,
+    kind: str = "archive",
+) -> Deletion | None:  # fmt: skip
+    """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`).
+    `kind`: the audit event's (`superseded`: a quarantine review's revision replaced it)."""
     key = manifest_key(report_id, revision)
     objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
-    event = deletion_log.delete_audited(
-        store, "archive", report_id, revision, deadline, now, objects
-    )
+    event = deletion_log.delete_audited(store, kind, report_id, revision, deadline, now, objects)
     manifest = store_json.read_manifest(store, key)
     if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)

@@ -28,6 +28,7 @@ from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.records import ChildRecord, Manifest, Review
 from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
 from report_pipeline.core.retention import deadlines
+from report_pipeline.core.retention.janitor import expire_revision
 from report_pipeline.core.review import confined
 from report_pipeline.core.review.queue import Item, ReviewError, archived, find
 from report_pipeline.core.storage.store import MissingObject, Store
@@ -162,6 +163,10 @@ def _publish(
     new = revised(manifest, moved, revision, iso(now))
     store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
     write_table(store, new)
+    # The revision decided on is superseded: its copies go now, with an audit event, and its
+    # manifest stays as a tombstone (the archive holds one copy of the month, not one per review)
+    expire_revision(store, manifest.report_id, manifest.parent_revision, archive_by, now,
+                    kind="superseded")  # fmt: skip
 
 
 def _moved(store: Store, child: ChildRecord, report_id: str, revision: str) -> ChildRecord:
