@@ -15,7 +15,7 @@ import pytest
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
 from report_pipeline.core.model import store_json
-from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
@@ -261,3 +261,30 @@ def test_a_decision_that_died_half_way_completes_when_taken_again(monthly, clock
         decide(store, month, by_reason(store, month)["signature_mismatch"].sequence, "reject",
                "cy", "", clock.now, expected_revision=after.previous_revision)  # fmt: skip
     assert forked.value.code == "revision_changed"
+
+
+def test_a_setting_shortens_how_long_rejected_evidence_is_kept(monthly, tmp_path, clock):
+    from report_pipeline.core.model.settings import RetentionPolicy, ReviewSettings
+    from report_pipeline.core.retention import janitor
+
+    store, month = monthly
+    queue = by_reason(store, month)
+    shorter = ReviewSettings(rejected_evidence_days=7)
+    decide(store, month, queue["truncated"].sequence, "reject", "bo", "", clock.now, shorter)
+    evidence = current(store, month)
+    (rejected,) = [c for c in evidence.children if c.sequence == queue["truncated"].sequence]
+    assert rejected.review.evidence_delete_by == iso(clock.now + timedelta(days=7))
+    # a later decision copies it into a newer revision: the deadline still finds it there
+    decide(store, month, queue["signature_mismatch"].sequence, "reject", "bo", "", clock.now)
+    janitor.run(store, tmp_path / "w", clock.now + timedelta(days=6), RetentionPolicy())
+    assert store.exists(
+        [c for c in current(store, month).children if c.sequence == rejected.sequence][0].object_key
+    )
+    sweep = janitor.run(store, tmp_path / "w", clock.now + timedelta(days=7), RetentionPolicy())
+    assert [e.kind for e in sweep.deletions] == ["rejected_evidence"]
+    after = current(store, month)
+    (gone,) = [c for c in after.children if c.sequence == rejected.sequence]
+    (kept,) = [c for c in after.children if c.sequence == queue["signature_mismatch"].sequence]
+    assert gone.object_key is None and "evidence deleted" in gone.quarantine_detail
+    assert kept.object_key and store.exists(kept.object_key)  # the archive clock, untouched
+    assert archive_matches_manifest(store, after).passed

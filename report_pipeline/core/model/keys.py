@@ -7,7 +7,7 @@
     archive/<report_id>/<revision>/quarantine/<sha256>.bin    quarantine evidence (from extraction)
     archive/<report_id>/<revision>/children/<task>.json
     archive/<report_id>/<revision>/{plan.json, manifest.json, manifest_table.csv}
-    index/{work,archive}/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>   deadline markers
+    index/{work,archive,evidence}/<YYYYMMDD>/<report_id>/<epoch minute>-<revision>   deadlines
     audit/<YYYYMMDD>/<HHMMSSffffff>-<random>.json            one deletion event
     claims/<revision>/<generation:06d>.{json,released}       who may run a revision
     reviews/events/<YYYYMMDD>/<HHMMSSffffff>-<random>.json   one quarantine-review decision
@@ -32,6 +32,7 @@ CLAIMS = "claims"
 REVIEWS = "reviews"  # reviews/events/<YYYYMMDD>/...json, reviews/next/<report_id>/<revision>
 WORK_INDEX = "index/work"  # short clock: staged source, work objects, unfinished revisions
 ARCHIVE_INDEX = "index/archive"  # long clock: an archived revision
+EVIDENCE_INDEX = "index/evidence"  # a rejected image's evidence, when kept less than the archive
 
 IMAGES = "images"  # the sections of an archived revision (ArchiveKey.kind)
 QUARANTINE = "quarantine"

@@ -75,6 +75,9 @@ class Review:
     note: str = ""
     lifted: str = ""  # accepted: the one check lifted for this image (its quarantine reason)
     from_revision: str = ""  # the revision whose quarantine it was decided on
+    # rejected, with review.rejected_evidence_days set: when its evidence goes (before the
+    # archive clock); "" keeps it on the archive clock
+    evidence_delete_by: str = ""
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,13 @@ class ReviewSettings:
     max_image_stream_bytes: int = 128 * 1024 * 1024
     preview_side: int = 2048  # `quarantine show`'s preview PNG is scaled to fit this square
     note_chars: int = 500
+    # Evidence of a rejected image is deleted this many days after the decision, when that is
+    # before the month's archive deadline; 0: it keeps the archive clock like the rest
+    rejected_evidence_days: int = 0
 
     def __post_init__(self) -> None:
         if min(self.max_image_pixels, self.max_image_side, self.max_image_stream_bytes,
                self.preview_side, self.note_chars) <= 0:  # fmt: skip
             raise ValueError("review limits must be positive")
+        if self.rejected_evidence_days < 0:
+            raise ValueError("rejected_evidence_days must be 0 (the archive clock) or more")

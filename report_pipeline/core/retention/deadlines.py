@@ -15,6 +15,7 @@ from report_pipeline.core.storage.store import Store
 
 WORK = keys.WORK_INDEX  # short clock: staged source, work objects, unfinished revisions
 ARCHIVE = keys.ARCHIVE_INDEX  # long clock: an archived revision
+EVIDENCE = keys.EVIDENCE_INDEX  # rejected evidence kept less than the archive (core/review/)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from report_pipeline.core.model.clock import iso
 from report_pipeline.core.model.keys import archive_prefix, manifest_key
 from report_pipeline.core.model.records import tombstone
 from report_pipeline.core.model.settings import RetentionPolicy
-from report_pipeline.core.retention import deadlines, deletion_log, untracked
+from report_pipeline.core.retention import deadlines, deletion_log, rejected, untracked
 from report_pipeline.core.retention.deletion_log import Deletion
 from report_pipeline.core.retention.material import revision_material
 from report_pipeline.core.scratch.workdir import BUCKET_FORMAT, named_minute, read_lease
@@ -151,6 +151,18 @@ def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:
         store.delete(entry.key)
 
 
+def sweep_rejected_evidence(store: Store, now: datetime, stats: JanitorPass) -> None:
+    """Evidence of rejected images kept less than the archive (core/retention/rejected.py)."""
+    for entry in list(deadlines.due(store, deadlines.EVIDENCE, now)):
+        stats.entries_due += 1
+        event = rejected.expire_rejected_evidence(
+            store, entry.report_id, entry.revision, entry.deadline, now
+        )  # fmt: skip
+        if event:
+            stats.deletions.append(event)
+        store.delete(entry.key)
+
+
 def sweep_untracked(
     store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
 ) -> None:
@@ -202,5 +214,6 @@ def run(store: Store, work_root: Path, now: datetime, policy: RetentionPolicy) -
     sweep_working_material(store, now, policy, stats)
     sweep_untracked(store, now, policy, stats)
     sweep_archive(store, now, stats)
+    sweep_rejected_evidence(store, now, stats)
     sweep_abandoned_writes(store, now, policy, stats)
     return stats

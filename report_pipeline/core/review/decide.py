@@ -19,7 +19,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from report_pipeline.core.archive.manifest import revised
 from report_pipeline.core.archive.table import write_table
@@ -88,6 +88,9 @@ def decide(
         raise ReviewError("already_decided", f"image {item.sequence} of {month} was "
                           f"{item.decision}; a contrary decision is refused")  # fmt: skip
     mark = Review(wanted, reviewer, iso(now), note, "", previous)
+    evidence_by = _evidence_deadline(manifest, now, review) if decision == "reject" else None
+    if evidence_by is not None:
+        mark = replace(mark, evidence_delete_by=iso(evidence_by))
     png, reason = b"", ""
     if decision == "accept":
         png, mark, reason = _accept(store, item, mark, review, decode)
@@ -97,7 +100,7 @@ def decide(
     if png:
         image_key = keys.image_key(manifest.report_id, revision, hashlib.sha256(png).hexdigest())
     children = [_decided(c, item, mark, png, image_key, reason) for c in manifest.children]
-    _publish(store, manifest, children, revision, png, image_key, now)
+    _publish(store, manifest, children, revision, png, image_key, now, evidence_by)
     outcome = "accept_failed" if reason else wanted
     _audit(store, manifest, item, outcome, mark, revision, reason, now)
     return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason)
@@ -142,9 +145,18 @@ def _decided(
     )  # fmt: skip
 
 
+def _evidence_deadline(manifest: Manifest, now: datetime, review: ReviewSettings):
+    """When a rejected image's evidence goes, if `rejected_evidence_days` makes that sooner than
+    the month's archive deadline (else None: it keeps the archive clock)."""
+    if not review.rejected_evidence_days:
+        return None
+    by = now + timedelta(days=review.rejected_evidence_days)
+    return by if by < parse_iso(manifest.deadlines.archive_delete_by) else None
+
+
 def _publish(
     store: Store, manifest: Manifest, children: list[ChildRecord], revision: str, png: bytes,
-    image_key: str, now: datetime,
+    image_key: str, now: datetime, evidence_by: datetime | None = None,
 ) -> None:  # fmt: skip
     """The new revision's objects, deadline marker, manifest and table."""
     lock = keys.review_successor_key(manifest.report_id, manifest.parent_revision)
@@ -156,6 +168,8 @@ def _publish(
     # the janitor would not delete at the month's deadline
     archive_by = parse_iso(manifest.deadlines.archive_delete_by)
     deadlines.record(store, deadlines.ARCHIVE, archive_by, manifest.report_id, revision)
+    if evidence_by is not None:  # a rejected image's evidence, kept less than the archive
+        deadlines.record(store, deadlines.EVIDENCE, evidence_by, manifest.report_id, revision)
     if image_key:
         md5 = hashlib.md5(png, usedforsecurity=False).hexdigest()
         store.put_if_absent(image_key, png, md5)

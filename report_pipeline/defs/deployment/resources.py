@@ -133,6 +133,8 @@ class WorkerResource(dg.ConfigurableResource):
     # Quarantine review (core/review/): the ceilings an accept may lift a cap to
     review_max_image_pixels: int = ReviewSettings.max_image_pixels
     review_max_image_side: int = ReviewSettings.max_image_side
+    # days a rejected image's evidence is kept after the decision (0: the archive clock)
+    review_rejected_evidence_days: int = ReviewSettings.rejected_evidence_days
 
     def settings(self) -> WorkerSettings:
         limits = Limits(
@@ -153,5 +155,6 @@ class WorkerResource(dg.ConfigurableResource):
         review = ReviewSettings(
             max_image_pixels=self.review_max_image_pixels,
             max_image_side=self.review_max_image_side,
+            rejected_evidence_days=self.review_rejected_evidence_days,
         )  # fmt: skip
         return WorkerSettings(root, limits, retention, decode=decode, review=review)

@@ -17,7 +17,7 @@ from report_pipeline.defs.deployment.resources import StoreResource, WorkerResou
 TABLE_ROWS = 200
 # every kind, so each plots as 0 too
 KINDS = ("workdir", "working_material", "archive", "untracked_staged", "untracked_work",
-         "untracked_archive", "partial_write")  # fmt: skip
+         "untracked_archive", "partial_write", "superseded", "rejected_evidence")  # fmt: skip
 _COLUMNS = [("kind", "string"), ("item", "string"), ("deadline", "string"),
             ("deleted_at", "string"), ("lag_seconds", "float"), ("bytes", "int")]  # fmt: skip
 
