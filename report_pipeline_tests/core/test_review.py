@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
@@ -216,6 +217,10 @@ def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(tm
     assert sorted(p.name for p in (tmp_path / "look").iterdir()) == ["evidence.bin", "item.json"]
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         assert resource.getrusage(who).ru_maxrss < 1536 * 1024  # KiB: under 1.5 GiB
+    scan = min(pending(store, [month]), key=lambda i: i.pages)  # 9000 x 8000, over the pixel cap
+    preview = show(store, month, scan.sequence, tmp_path / "scan").preview
+    with Image.open(preview) as image:
+        assert image.size == (2048, 1820)  # fits the reviewer's 2048 square, aspect kept
 
 
 def test_a_reviewed_revision_expires_with_the_month_under_the_archive_clock(
