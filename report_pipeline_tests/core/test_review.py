@@ -206,6 +206,9 @@ def test_a_scan_over_the_pixel_cap_is_accepted_up_to_the_ceiling_and_a_bomb_is_n
     assert failed.decision == "accept_failed" and failed.reason.startswith("pixel_cap_exceeded")
     (left,) = pending(any_store, [month])  # still quarantined, undecided, the reason added
     assert left.sequence == jpx.sequence and "accept failed: pixel_cap_exceeded" in left.detail
+    again = decide(any_store, month, jpx.sequence, "accept", "bo", "", clock.now)
+    assert again.decision == "accept_failed" and not again.changed  # no second revision
+    assert current(any_store, month).parent_revision == failed.revision
 
 
 def test_show_of_a_hostile_jpx_writes_only_the_evidence_within_bounded_memory(tmp_path, clock):

@@ -94,6 +94,9 @@ def decide(
     png, reason = b"", ""
     if decision == "accept":
         png, mark, reason = _accept(store, item, mark, review, decode)
+        if reason and f"accept failed: {reason}" in item.detail:  # tried before: no new revision
+            return Decided(month, item.sequence, "accept_failed", reviewer, previous,
+                           manifest.previous_revision or previous, False, reason)  # fmt: skip
     token = f"{item.sequence}\n{decision}\n{reason}"
     revision = hashlib.sha256(f"{previous}\n{token}".encode()).hexdigest()[:20]
     image_key = ""
