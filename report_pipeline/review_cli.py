@@ -13,7 +13,7 @@ EXIT_CODES = {  # ReviewError code -> exit code
     "unknown_month": 30, "unknown_sequence": 31, "not_quarantined": 31, "already_decided": 32,
     "cannot_accept": 33, "revision_changed": 34, "bad_input": 35,
 }  # fmt: skip
-EXIT_TRANSIENT, EXIT_PERMANENT, EXIT_ACCEPT_FAILED, EXIT_ERROR = 36, 38, 37, 5
+EXIT_TRANSIENT, EXIT_PERMANENT, EXIT_ACCEPT_FAILED = 36, 38, 37  # 5: cli.EXIT_ERROR
 EPILOG = """exit codes:
   0   done (decide: recorded, or the same decision was already recorded)
   30  nothing is archived for the month

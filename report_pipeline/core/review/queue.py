@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from report_pipeline.core.archive.months import latest_archived
-from report_pipeline.core.model.keys import prefix_name
+from report_pipeline.core.model.keys import ARCHIVE, month_of, prefix_name
 from report_pipeline.core.model.records import ChildRecord, Manifest
 from report_pipeline.core.storage.store import Store
 
@@ -92,8 +92,6 @@ def pending(store: Store, months: list[str]) -> list[Item]:
 
 def archived_months(store: Store) -> list[str]:
     """Every month with an archived report, oldest first."""
-    from report_pipeline.core.model.keys import ARCHIVE, month_of
-
     return sorted({month_of(prefix_name(r)) for r in store.list_prefixes(ARCHIVE)})
 
 
