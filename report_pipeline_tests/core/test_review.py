@@ -43,6 +43,12 @@ def current(store, month: str):
     return latest_archived(store, month)[1]
 
 
+def occurrence(manifest, sequence: int):
+    """The manifest's one child record numbered `sequence`."""
+    (child,) = [c for c in manifest.children if c.sequence == sequence]
+    return child
+
+
 @pytest.fixture(scope="module")
 def archived_once(tmp_path_factory) -> tuple[Path, str]:
     """The monthly report archived once for the module (a LocalStore's folder): each test
@@ -85,6 +91,11 @@ def test_show_writes_the_evidence_and_a_preview_into_a_private_folder(monthly, t
     with pytest.raises(ReviewError) as used:
         show(store, month, item.sequence, tmp_path / "look")  # not an empty folder
     assert used.value.code == "bad_input"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    with pytest.raises(ReviewError) as linked:
+        show(store, month, item.sequence, tmp_path / "link")  # never written through a link
+    assert linked.value.code == "bad_input" and not any((tmp_path / "empty").iterdir())
 
 
 def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(monthly, clock):
@@ -95,7 +106,7 @@ def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(m
     after = current(store, month)
     assert done.changed and after.parent_revision == done.revision != before.parent_revision
     assert after.previous_revision == before.parent_revision
-    (child,) = [c for c in after.children if c.sequence == item.sequence]
+    child = occurrence(after, item.sequence)
     assert child.state == "quarantined" and child.review.decision == "rejected"
     assert (child.review.reviewer, child.review.note) == ("ana.lopez", "cut off")
     assert "truncated" not in by_reason(store, month)
@@ -126,7 +137,7 @@ def test_accept_archives_the_image_with_the_check_lifted_and_nothing_else_change
     done = decide(store, month, item.sequence, "accept", "bo", "a PNG, fine", clock.now)
     after = current(store, month)
     assert done.decision == "accepted" and after.previous_revision == before.parent_revision
-    (child,) = [c for c in after.children if c.sequence == item.sequence]
+    child = occurrence(after, item.sequence)
     assert child.state == "archived" and child.review.lifted == "signature_mismatch"
     assert child.object_key.startswith(f"archive/{after.report_id}/{after.parent_revision}/")
     assert (child.width, child.height, child.format) == (64, 64, "png")
@@ -198,7 +209,7 @@ def test_a_scan_over_the_pixel_cap_is_accepted_up_to_the_ceiling_and_a_bomb_is_n
     assert (scan.reason, jpx.reason) == ("pixel_cap_exceeded", "pixel_cap_exceeded")
     done = decide(any_store, month, scan.sequence, "accept", "bo", "a real scan", clock.now)
     manifest = current(any_store, month)
-    (child,) = [c for c in manifest.children if c.sequence == scan.sequence]
+    child = occurrence(manifest, scan.sequence)
     assert done.decision == "accepted" and (child.width, child.height) == (9000, 8000)
     assert child.review.lifted == "pixel_cap_exceeded" and manifest.state == "complete"
     assert archive_matches_manifest(any_store, manifest).passed
@@ -280,19 +291,17 @@ def test_a_setting_shortens_how_long_rejected_evidence_is_kept(monthly, tmp_path
     shorter = ReviewSettings(rejected_evidence_days=7)
     decide(store, month, queue["truncated"].sequence, "reject", "bo", "", clock.now, shorter)
     evidence = current(store, month)
-    (rejected,) = [c for c in evidence.children if c.sequence == queue["truncated"].sequence]
+    rejected = occurrence(evidence, queue["truncated"].sequence)
     assert rejected.review.evidence_delete_by == iso(clock.now + timedelta(days=7))
     # a later decision copies it into a newer revision: the deadline still finds it there
     decide(store, month, queue["signature_mismatch"].sequence, "reject", "bo", "", clock.now)
     janitor.run(store, tmp_path / "w", clock.now + timedelta(days=6), RetentionPolicy())
-    assert store.exists(
-        [c for c in current(store, month).children if c.sequence == rejected.sequence][0].object_key
-    )
+    assert store.exists(occurrence(current(store, month), rejected.sequence).object_key)
     sweep = janitor.run(store, tmp_path / "w", clock.now + timedelta(days=7), RetentionPolicy())
     assert [e.kind for e in sweep.deletions] == ["rejected_evidence"]
     after = current(store, month)
-    (gone,) = [c for c in after.children if c.sequence == rejected.sequence]
-    (kept,) = [c for c in after.children if c.sequence == queue["signature_mismatch"].sequence]
+    gone = occurrence(after, rejected.sequence)
+    kept = occurrence(after, queue["signature_mismatch"].sequence)
     assert gone.object_key is None and "evidence deleted" in gone.quarantine_detail
     assert kept.object_key and store.exists(kept.object_key)  # the archive clock, untouched
     assert archive_matches_manifest(store, after).passed

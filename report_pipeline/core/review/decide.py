@@ -54,6 +54,7 @@ class Decided:
     previous_revision: str
     changed: bool  # False: the same decision was already recorded
     reason: str = ""  # accept_failed: why the evidence still does not pass
+    manifest: Manifest | None = None  # the month's manifest now (the new revision's)
 
 
 def check_request(decision: str, reviewer: str, note: str, settings: ReviewSettings) -> None:
@@ -84,7 +85,8 @@ def decide(
     if item.decision:
         if item.decision == wanted:
             return Decided(month, item.sequence, wanted, reviewer, previous,
-                           manifest.previous_revision or previous, False)  # fmt: skip
+                           manifest.previous_revision or previous, False, "",
+                           manifest)  # fmt: skip
         raise ReviewError("already_decided", f"image {item.sequence} of {month} was "
                           f"{item.decision}; a contrary decision is refused")  # fmt: skip
     mark = Review(wanted, reviewer, iso(now), note, "", previous)
@@ -96,17 +98,18 @@ def decide(
         png, mark, reason = _accept(store, item, mark, review, decode)
         if reason and f"accept failed: {reason}" in item.detail:  # tried before: no new revision
             return Decided(month, item.sequence, "accept_failed", reviewer, previous,
-                           manifest.previous_revision or previous, False, reason)  # fmt: skip
+                           manifest.previous_revision or previous, False, reason,
+                           manifest)  # fmt: skip
     token = f"{item.sequence}\n{decision}\n{reason}"
     revision = hashlib.sha256(f"{previous}\n{token}".encode()).hexdigest()[:20]
     image_key = ""
     if png:
         image_key = keys.image_key(manifest.report_id, revision, hashlib.sha256(png).hexdigest())
     children = [_decided(c, item, mark, png, image_key, reason) for c in manifest.children]
-    _publish(store, manifest, children, revision, png, image_key, now, evidence_by)
+    new = _publish(store, manifest, children, revision, png, image_key, now, evidence_by)
     outcome = "accept_failed" if reason else wanted
     _audit(store, manifest, item, outcome, mark, revision, reason, now)
-    return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason)
+    return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason, new)
 
 
 def _accept(
@@ -160,8 +163,8 @@ def _evidence_deadline(manifest: Manifest, now: datetime, review: ReviewSettings
 def _publish(
     store: Store, manifest: Manifest, children: list[ChildRecord], revision: str, png: bytes,
     image_key: str, now: datetime, evidence_by: datetime | None = None,
-) -> None:  # fmt: skip
-    """The new revision's objects, deadline marker, manifest and table."""
+) -> Manifest:  # fmt: skip
+    """The new revision's objects, deadline marker, manifest and table: its manifest."""
     lock = keys.review_successor_key(manifest.report_id, manifest.parent_revision)
     taken = not store.put_if_absent(lock, revision.encode())
     if taken and store.get_bytes(lock, 64).decode() != revision:
@@ -173,9 +176,9 @@ def _publish(
     deadlines.record(store, deadlines.ARCHIVE, archive_by, manifest.report_id, revision)
     if evidence_by is not None:  # a rejected image's evidence, kept less than the archive
         deadlines.record(store, deadlines.EVIDENCE, evidence_by, manifest.report_id, revision)
-    if image_key:
-        md5 = hashlib.md5(png, usedforsecurity=False).hexdigest()
-        store.put_if_absent(image_key, png, md5)
+    if image_key:  # the accepted PNG, with the MD5 its records carry
+        md5 = next(c.md5 for c in children if c.object_key == image_key)
+        store.put_if_absent(image_key, png, md5 or "")
     moved = [_moved(store, c, manifest.report_id, revision) for c in children]
     new = revised(manifest, moved, revision, iso(now))
     store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
@@ -184,6 +187,7 @@ def _publish(
     # manifest stays as a tombstone (the archive holds one copy of the month, not one per review)
     expire_revision(store, manifest.report_id, manifest.parent_revision, archive_by, now,
                     kind="superseded")  # fmt: skip
+    return new
 
 
 def _moved(store: Store, child: ChildRecord, report_id: str, revision: str) -> ChildRecord:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
+from report_pipeline.core.preview import write_private
 from report_pipeline.core.review import confined
 from report_pipeline.core.review.queue import Item, ReviewError, archived, find
 from report_pipeline.core.storage.store import MissingObject, Store
@@ -34,19 +35,19 @@ def show(
     _, manifest = archived(store, month)
     item = find(manifest, sequence)
     folder = _private_folder(out)
-    _write(folder / FACTS, json.dumps(item.as_json(), indent=1).encode())
+    write_private(folder / FACTS, json.dumps(item.as_json(), indent=1).encode())
     if not item.evidence_key:
         return Shown(item, None, None, "no evidence is kept for this image")
     try:
         evidence = store.get_bytes(item.evidence_key, review.max_image_stream_bytes)
     except MissingObject:
         return Shown(item, None, None, "the evidence is gone (expired or deleted)")
-    _write(folder / EVIDENCE, evidence)
+    write_private(folder / EVIDENCE, evidence)
     caps = confined.Caps(review.max_image_pixels, review.max_image_side, review.preview_side)
     result = confined.decode(evidence, caps, decode, decode.image_seconds)
     if not result.ok:
         return Shown(item, folder / EVIDENCE, None, f"{result.reason}: {result.detail}")
-    _write(folder / PREVIEW, result.png)
+    write_private(folder / PREVIEW, result.png)
     return Shown(item, folder / EVIDENCE, folder / PREVIEW, "")
 
 
@@ -55,13 +56,7 @@ def _private_folder(out: Path) -> Path:
     try:
         os.mkdir(out, 0o700)
     except FileExistsError:
-        if not out.is_dir() or any(out.iterdir()):
+        if out.is_symlink() or not out.is_dir() or any(out.iterdir()):
             raise ReviewError("bad_input", f"{out} exists and is not an empty folder") from None
     os.chmod(out, 0o700)
     return out
-
-
-def _write(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)

@@ -55,7 +55,7 @@ def decide_quarantined_image(
         asset_key=ASSET, partition=config.month, metadata=summary,
         description=f"quarantine review: image {done.sequence} {done.decision}",
     ))  # fmt: skip
-    _, manifest = latest_archived(backend, config.month) or (None, None)
+    manifest = done.manifest  # the month's revision now
     if manifest is not None and done.changed:  # the new revision's table (written by decide)
         key = manifest_table_key(manifest.report_id, manifest.parent_revision)
         context.log_event(dg.AssetMaterialization(
