@@ -32,6 +32,10 @@ fixtures/pdfs/monthly_report.pdf:
 demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly report as one partition
 	$(UV) run python -m report_pipeline.demo --month $(MONTH)
 
+# Tests run with TMPDIR on tmpfs where there is one: their throwaway Dagster instances are sqlite
+# files that fsync on every commit, and on a disk that costs the quick tier about 15 %.
+# `make check TEST_TMPDIR=/tmp` keeps them on disk.
+TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "$${TMPDIR:-/tmp}")
 # The quick tier: no test that starts a live server (report_pipeline_tests/conftest.py), on every core.
 QUICK := -q -p no:cacheprovider -m "not live" -n auto
 # `make check PYTHON=3.13`: the quick tier on another Python (3.11 to 3.13), in .venv-3.13 from
@@ -40,20 +44,20 @@ check:  ## lint and every test that needs no live server, in under 2 minutes
 ifdef PYTHON
 	$(eval OTHER := $(or $(wildcard $(shell pyenv prefix $(PYTHON) 2>/dev/null)/bin/python$(PYTHON)),python$(PYTHON)))
 	UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) sync --locked --quiet --compile-bytecode --python $(OTHER)
-	UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) run --locked --python $(OTHER) pytest $(QUICK)
+	TMPDIR=$(TEST_TMPDIR) UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) run --locked --python $(OTHER) pytest $(QUICK)
 else
 	$(MAKE) setup
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run pytest $(QUICK)
+	TMPDIR=$(TEST_TMPDIR) $(UV) run pytest $(QUICK)
 endif
 
 test: setup  ## the whole suite, plus lint (installs missing system packages first)
 	bash .ci/system-packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run pytest --durations=15  # and names the 15 slowest tests
-	faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
+	TMPDIR=$(TEST_TMPDIR) $(UV) run pytest --durations=15  # and names the 15 slowest tests
+	TMPDIR=$(TEST_TMPDIR) faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
 
 # `env --default-signal`: started with SIGINT ignored (`setsid make dev &` from a script), dagster
 # dev would ignore SIGINT and, since it gives SIGTERM SIGINT's handler, SIGTERM too.
