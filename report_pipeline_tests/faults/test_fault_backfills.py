@@ -26,8 +26,7 @@ from report_pipeline.core.archive.months import revisions
 from report_pipeline.core.model.keys import IMAGES
 from report_pipeline.defs.reports.guard import MAX_TRIES
 from report_pipeline_tests.faults.live_backfill import LiveBackfill, partition_limit
-from report_pipeline_tests.intake.live import wait_for
-from report_pipeline_tests.intake.test_live import finished
+from report_pipeline_tests.intake.live import finished, wait_for
 
 # Seeded: the same faults on both stores. At 20% a step needs its 4th (last) attempt with
 # probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through within

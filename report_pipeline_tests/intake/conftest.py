@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -20,8 +20,41 @@ from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.intake.live import (
+    LiveDagster,
+    finished,
+    launch_backfill,
+    place,
+    running_dagster,
+    wait_for,
+)
 
+BACKFILL = ["2026-05", "2026-06", "2026-07"]  # launched by `live`; test_live checks it completes
 PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident
+
+
+@pytest.fixture(scope="package")
+def live(tmp_path_factory) -> Iterator[LiveDagster]:
+    """One webserver and daemon (`dagster dev`'s two processes) on the committed embedded
+    instance for every live test in this package (test_live, test_queue_live), started once:
+    the tests use months, tags and inbox folders of their own.
+
+    As a person would in the UI: the sensor switched off and a backfill of three months
+    launched, then the daemon. Its first loop submits the backfill's runs; once they succeed
+    the months' files go and the sensor is switched back on."""
+    root = tmp_path_factory.mktemp("live")
+    with running_dagster(root) as server:
+        server.set_sensor(running=False)
+        for month in BACKFILL:
+            place(root, "no_images.pdf", month, "report.pdf")
+        server.backfill_id = launch_backfill(server, BACKFILL)
+        server.start_daemon()
+        backfill = {"dagster/backfill": server.backfill_id}
+        wait_for(lambda: len(finished(server, backfill)) == 3, "the backfill's runs", 240)
+        for month in BACKFILL:
+            shutil.rmtree(root / "inbox" / month)
+        server.set_sensor(running=True)
+        yield server
 
 
 @pytest.fixture

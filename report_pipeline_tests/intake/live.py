@@ -91,6 +91,25 @@ def place(root: Path, fixture: str, folder: str, name: str) -> Path:
     return Path(shutil.copyfile(fixture_pdf(fixture), target))
 
 
+def launch_backfill(live: LiveDagster, months: list[str]) -> str:
+    """The mutation the UI sends for Materialize → partitions → Launch backfill."""
+    launched = live.graphql(
+        """mutation($p: [String!]) { launchPartitionBackfill(backfillParams: {
+            assetSelection: [{path: ["report_manifest"]}], partitionNames: $p}) {
+            __typename ... on LaunchBackfillSuccess { backfillId } } }""",
+        {"p": months},
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
+
+
+def finished(live: LiveDagster, tags: dict[str, str]) -> list[dict]:
+    """The runs with these tags once all succeeded, else []; a failed or canceled one fails."""
+    runs = live.runs(tags)
+    assert all(r["status"] not in ("FAILURE", "CANCELED") for r in runs), runs
+    return runs if runs and all(r["status"] == "SUCCESS" for r in runs) else []
+
+
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 180.0) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -6,54 +6,14 @@ one set of objects. A backfill launched through GraphQL, as the UI does, complet
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from report_pipeline.cli import main
 from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
-from report_pipeline_tests.intake.live import (
-    LiveDagster,
-    place,
-    running_dagster,
-    wait_for,
-)
-
-BACKFILL = ["2026-05", "2026-06", "2026-07"]
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> Iterator[LiveDagster]:
-    """The webserver; then, as a person would in the UI, the sensor switched off and a backfill
-    of three months launched; then the daemon. Its first loop submits the backfill's runs; once
-    they succeed the months' files go and the sensor is switched back on for the gate tests."""
-    root = tmp_path_factory.mktemp("live")
-    with running_dagster(root) as server:
-        server.set_sensor(running=False)
-        for month in BACKFILL:
-            place(root, "no_images.pdf", month, "report.pdf")
-        server.backfill_id = launch_backfill(server, BACKFILL)
-        server.start_daemon()
-        backfill = {"dagster/backfill": server.backfill_id}
-        wait_for(lambda: len(finished(server, backfill)) == 3, "the backfill's runs", 240)
-        for month in BACKFILL:
-            shutil.rmtree(root / "inbox" / month)
-        server.set_sensor(running=True)
-        yield server
-
-
-def launch_backfill(live: LiveDagster, months: list[str]) -> str:
-    """The mutation the UI sends for Materialize → partitions → Launch backfill."""
-    launched = live.graphql(
-        """mutation($p: [String!]) { launchPartitionBackfill(backfillParams: {
-            assetSelection: [{path: ["report_manifest"]}], partitionNames: $p}) {
-            __typename ... on LaunchBackfillSuccess { backfillId } } }""",
-        {"p": months},
-    )["launchPartitionBackfill"]
-    assert launched["__typename"] == "LaunchBackfillSuccess", launched
-    return launched["backfillId"]
+from report_pipeline_tests.intake.conftest import BACKFILL
+from report_pipeline_tests.intake.live import LiveDagster, finished, place, wait_for
 
 
 @pytest.fixture
@@ -65,12 +25,6 @@ def cli_env(live, monkeypatch) -> None:
 def submit(live: LiveDagster, ref: Path, month: str, capsys) -> dict:
     assert main(["submit", str(ref), "--month", month, "--url", live.url, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def finished(live: LiveDagster, tags: dict[str, str]) -> list[dict]:
-    runs = live.runs(tags)
-    assert all(r["status"] not in ("FAILURE", "CANCELED") for r in runs), runs
-    return runs if runs and all(r["status"] == "SUCCESS" for r in runs) else []
 
 
 def archive_of(live: LiveDagster, report_id: str) -> tuple[list[Path], list[Path]]:

@@ -1,5 +1,6 @@
 """The run queue and the revision claims through the real path: a real webserver and daemon
-(`dagster dev`) with the committed dagster_home/dagster.yaml, and `submit` over GraphQL.
+(`dagster dev`, the package's `live` server) with the committed dagster_home/dagster.yaml, and
+`submit` over GraphQL.
 
 - Two dead report runs hold both report slots: queued report runs wait, and the janitor
   (`cleanup_job`) is dequeued and runs anyway.
@@ -10,11 +11,9 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
-import pytest
 
 from report_pipeline.core.intake import submission
 from report_pipeline.core.intake.submission import REVISION_TAG
@@ -28,16 +27,9 @@ from report_pipeline.defs.deployment.resources import (
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.graphql_api import GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
-from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for
+from report_pipeline_tests.intake.live import LiveDagster, wait_for
 
 SUBMITTERS = 20
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> Iterator[LiveDagster]:
-    with running_dagster(tmp_path_factory.mktemp("queue")) as server:
-        server.start_daemon()
-        yield server
 
 
 def status(live: LiveDagster, run_id: str) -> str:

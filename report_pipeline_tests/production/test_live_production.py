@@ -12,8 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from devstack.local_postgres import fresh_database
-from report_pipeline_tests.intake.live import running_dagster, wait_for
-from report_pipeline_tests.intake.test_live import finished, launch_backfill
+from report_pipeline_tests.intake.live import finished, launch_backfill, running_dagster, wait_for
 from report_pipeline_tests.postgres import PRODUCTION_YAML, production_home
 from report_pipeline_tests.production.conftest import Backend
 

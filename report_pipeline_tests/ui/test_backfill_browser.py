@@ -25,8 +25,7 @@ from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline_tests.intake.live import LiveDagster, place, wait_for
-from report_pipeline_tests.intake.test_live import launch_backfill
+from report_pipeline_tests.intake.live import LiveDagster, launch_backfill, place, wait_for
 from report_pipeline_tests.operate.devserver import LAUNCH, make_dev
 
 MONTHS = ["2026-08", "2026-09", "2026-10"]  # 2026-08: no report in the inbox
