@@ -27,6 +27,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
@@ -81,6 +82,19 @@ def local_backfill(root: Path, args: argparse.Namespace, months: list[str], coun
     return result
 
 
+def keep_logs(root: Path, out: Path) -> Path | None:
+    """The servers' logs of a void benchmark (dagster dev's, the workers'), copied out of the
+    scratch folder before it goes: `out/backfill-invalid-<time>/`, or None if there were none."""
+    logs = sorted(root.rglob("*.log"))
+    if not logs:
+        return None
+    kept = out / f"backfill-invalid-{time.strftime('%Y%m%dT%H%M%S')}"
+    kept.mkdir(parents=True, exist_ok=True)
+    for log in logs:
+        shutil.copyfile(log, kept / "_".join(log.relative_to(root).parts))
+    return kept
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="python -m bench.backfill", description=__doc__,
@@ -123,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     months, load = month_names(args.months), os.getloadavg()
     log(f"backfill of {args.months} months ({months[0]}..{months[-1]}), {args.kind} backfill, "
         f"{args.executor}; load {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")  # fmt: skip
-    try:
-        with tempfile.TemporaryDirectory(prefix="report-bench-backfill-") as scratch:
-            root = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="report-bench-backfill-") as scratch:
+        root = Path(scratch)
+        try:
             plain, plain_cpu, counts = plain_seconds(args.report, root, args.plain_repeat, log)
             if args.executor == "celery":
                 result = backfill_production.celery_backfill(root, args, months, counts, log)
@@ -134,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             after = [measure.plain(args.report, root) for _ in range(2)]
             plain += [s["wall_s"] for s in after]
             plain_cpu += [s["cpu_s"] for s in after]
-    except BenchError as error:
-        print(f"BENCHMARK INVALID: {error}", file=sys.stderr)
-        return 2
+        except BenchError as error:
+            kept = keep_logs(root, args.out)
+            print(f"BENCHMARK INVALID: {error}" + (f"; the servers' logs: {kept}" if kept else ""),
+                  file=sys.stderr)  # fmt: skip
+            return 2
     plain_s, wall = median(plain), result["marked_completed_s"]
     cores = len(os.sched_getaffinity(0))
     cpu_per_report = sum(result["dagster_cpu_s"].values()) / args.months

@@ -28,6 +28,19 @@ def test_bad_arguments_are_refused_with_a_usage_error(bad, capsys):
     assert exited.value.code == 2
 
 
+def test_a_void_benchmark_keeps_the_servers_logs(tmp_path: Path):
+    """The scratch folder goes with the benchmark; the logs that say why it was void do not."""
+    root, out = tmp_path / "scratch", tmp_path / "out"
+    (root / "workers").mkdir(parents=True)
+    (root / "dagster-dev.log").write_text("500 Internal Server Error")
+    (root / "workers" / "celery.log").write_text("worker")
+    kept = backfill.keep_logs(root, out)
+    assert kept.parent == out and kept.name.startswith("backfill-invalid-")
+    assert sorted(p.name for p in kept.iterdir()) == ["dagster-dev.log", "workers_celery.log"]
+    assert (kept / "dagster-dev.log").read_text() == "500 Internal Server Error"
+    assert backfill.keep_logs(tmp_path / "empty", out) is None
+
+
 def test_a_one_month_backfill_prints_its_throughput_as_json(tmp_path: Path):
     command = [sys.executable, "-m", "bench.backfill", "--months", "1", "--plain-repeat", "1",
                "--json", "--out", str(tmp_path)]  # fmt: skip
