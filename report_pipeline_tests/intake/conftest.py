@@ -21,6 +21,7 @@ from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import (
+    BACKFILL,
     LiveDagster,
     finished,
     launch_backfill,
@@ -29,7 +30,6 @@ from report_pipeline_tests.intake.live import (
     wait_for,
 )
 
-BACKFILL = ["2026-05", "2026-06", "2026-07"]  # launched by `live`; test_live checks it completes
 PAST = 1_700_000_000  # an old mtime: the file has settled and is not "the newest" by accident
 
 

@@ -28,6 +28,7 @@ SENSOR = {
     "repositoryName": "__repository__",
     "sensorName": "new_report_sensor",
 }
+BACKFILL = ["2026-05", "2026-06", "2026-07"]  # the intake `live` server's; test_live checks it
 T = TypeVar("T")
 
 

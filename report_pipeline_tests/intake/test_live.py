@@ -12,8 +12,7 @@ import pytest
 
 from report_pipeline.cli import main
 from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
-from report_pipeline_tests.intake.conftest import BACKFILL
-from report_pipeline_tests.intake.live import LiveDagster, finished, place, wait_for
+from report_pipeline_tests.intake.live import BACKFILL, LiveDagster, finished, place, wait_for
 
 
 @pytest.fixture
