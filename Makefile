@@ -36,8 +36,9 @@ demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly repo
 # files that fsync on every commit, and on a disk that costs the quick tier about 15 %. Only with
 # 4 GiB free there (a container's /dev/shm is often 64 MiB; a whole run leaves ~220 MiB).
 # `make check TEST_TMPDIR=/tmp` keeps them on disk.
-SHM_FREE_KIB := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && df -Pk /dev/shm | awk 'NR == 2 {print $$4}')
-TEST_TMPDIR ?= $(if $(shell [ "$(SHM_FREE_KIB)" -ge 4194304 ] 2>/dev/null && echo yes),/dev/shm,$(or $(TMPDIR),/tmp))
+# Expanded only where used (check, test): other targets never run the df.
+TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR == 2 {print $$4}')" \
+	-ge 4194304 ] 2>/dev/null && echo /dev/shm || echo "$(or $(TMPDIR),/tmp)")
 # The quick tier: no test that starts a live server (report_pipeline_tests/conftest.py), on every core.
 QUICK := -q -p no:cacheprovider -m "not live" -n auto
 # `make check PYTHON=3.13`: the quick tier on another Python (3.11 to 3.13), in .venv-3.13 from
