@@ -9,6 +9,7 @@ revision's manifest.json, and the same manifest once the long clock made it a to
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from report_pipeline.core.model.records import (
 )
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError
+from report_pipeline.core.worker.decoder import crash_outcome
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
 
 STORED = Path(__file__).parent / "stored_v1"
@@ -120,3 +122,12 @@ def test_the_pipeline_writes_the_schema_1_shape_plus_md5s_and_the_sources_facts(
     assert {key: written[key] for key in facts} == facts
     in_task = store.get_bytes(keys.children_key(report_id, revision, "page_0001"), 1 << 20)
     assert keys_of(json.loads(in_task)) == keys_of(with_md5(json.loads(stored("children.json"))))
+
+
+def test_records_become_what_asdict_makes_of_them():
+    """record_to_dict is a faster dataclasses.asdict: the same dicts, tuples and values."""
+    manifest = store_json.loads(stored("tombstone.json"))  # nested records: counts, deleted, ...
+    where = {"page": 1, "index": 0, "origin": "xobject", "xref": 9, "width": 2, "height": 3}
+    outcome = crash_outcome(where, "decoder_crashed", "the decoder died with signal 9").outcome
+    for item in [manifest, *manifest.children, outcome]:
+        assert store_json.record_to_dict(item) == asdict(item)

@@ -15,13 +15,14 @@ import signal
 import socket
 import struct
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.model.store_json import record_to_dict
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.extract import Processed, process_image
 from report_pipeline.core.worker.pdf_pages import Draws, ImageRef, expand, open_pdf, page_images
@@ -169,7 +170,8 @@ def _page(sock: socket.socket, doc, job: dict, limits: Limits, seen: set[int]) -
         processed = _process(doc, ref, limits)
         if ref.xref:
             seen.add(ref.xref)
-        message = {"t": "image", **where, "outcome": asdict(processed.outcome), "cpu": _cpu()}
+        outcome = record_to_dict(processed.outcome)
+        message = {"t": "image", **where, "outcome": outcome, "cpu": _cpu()}
         send(sock, message, processed.payload or b"")
     send(sock, {"t": "done", "page": job["page"], "cpu": _cpu()})
 
