@@ -84,6 +84,7 @@ bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Pos
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
 	$(UV) run python -m bench.cold
+	$(UV) run python -m bench.run_worker
 	$(UV) run python -m bench.janitor
 	$(UV) run python -m bench.intake_sensor
 	$(UV) run python -m bench.backfill --months 12

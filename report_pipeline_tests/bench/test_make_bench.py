@@ -17,6 +17,7 @@ SMALLEST = {  # module -> its arguments at the smallest size (then `--out <folde
     "bench.run": ["--reports", SMALL_PDF, "--repeat", "1", "--no-per-page"],
     "bench.production": ["--reports", SMALL_PDF, "--repeat", "1"],
     "bench.cold": ["--report", SMALL_PDF, "--rounds", "1"],
+    "bench.run_worker": ["--report", SMALL_PDF, "--rounds", "1"],
     "bench.janitor": ["--repeat", "1", "--scale", "0.01"],
     "bench.intake_sensor": ["--reports", "50", "--repeat", "1"],
 }
