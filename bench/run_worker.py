@@ -30,6 +30,7 @@ from statistics import median
 
 from bench import common
 from bench.common import ROOT, BenchError
+from bench.measure import fresh_dir
 
 VARIANTS = ["import", "empty_month", "preview", "run"]
 FIXTURE = ROOT / "fixtures" / "pdfs" / "monthly_report.pdf"
@@ -52,55 +53,51 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 
 class Bench:
     def __init__(self, scratch: Path, report: Path):
-        self.scratch, self.count = scratch, 0
+        self.scratch, self.report = scratch, report
         home = scratch / "dagster_home"
         home.mkdir()
         shutil.copyfile(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-        self.inbox = scratch / "inbox"
-        (self.inbox / MONTH).mkdir(parents=True)
-        (self.inbox / EMPTY_MONTH).mkdir()
-        shutil.copyfile(report, self.inbox / MONTH / report.name)
-        self.report = report
-        self.env = {
-            **os.environ,
-            "DAGSTER_HOME": str(home),
-            "REPORT_PIPELINE_INBOX": str(self.inbox),
-        }
+        inbox = scratch / "inbox"
+        (inbox / MONTH).mkdir(parents=True)
+        (inbox / EMPTY_MONTH).mkdir()
+        shutil.copyfile(report, inbox / MONTH / report.name)
+        self.env = {**os.environ, "DAGSTER_HOME": str(home), "REPORT_PIPELINE_INBOX": str(inbox)}
 
-    def _fresh(self, name: str) -> Path:
-        self.count += 1
-        return self.scratch / f"{name}-{self.count}"
-
-    def _materialize(self, month: str) -> tuple[float, Path]:
-        where = self._fresh("run")
-        env = {**self.env, "REPORT_PIPELINE_STORE": str(where / "store"),
-               "REPORT_PIPELINE_WORK": str(where / "work")}  # fmt: skip
-        argv = [str(BIN / "dagster"), "asset", "materialize", "-m", "report_pipeline.definitions",
-                "--select", "report_manifest,manifest_table", "--partition", month]  # fmt: skip
-        return timed(argv, env), where
+    def _materialize(self, month: str) -> dict:
+        """One run in a fresh store and work folder; the manifest's counts when it left one."""
+        with fresh_dir(self.scratch, "run-") as where:
+            env = {**self.env, "REPORT_PIPELINE_STORE": str(where / "store"),
+                   "REPORT_PIPELINE_WORK": str(where / "work")}  # fmt: skip
+            argv = [str(BIN / "dagster"), "asset", "materialize", "-m",
+                    "report_pipeline.definitions", "--select", "report_manifest,manifest_table",
+                    "--partition", month]  # fmt: skip
+            cpu = timed(argv, env)
+            if month == EMPTY_MONTH:
+                return {"cpu_s": cpu}
+            manifests = list((where / "store").rglob("manifest.json"))
+            if len(manifests) != 1:
+                raise BenchError(f"the run left {len(manifests)} manifests, not 1")
+            return {"cpu_s": cpu, "counts": json.loads(manifests[0].read_bytes())["counts"]}
 
     def sample(self, variant: str) -> dict:
         if variant == "import":
-            return {"cpu_s": timed([sys.executable, "-c", "import report_pipeline.definitions"],
-                                   self.env)}  # fmt: skip
-        if variant == "empty_month":
-            cpu, where = self._materialize(EMPTY_MONTH)
-            shutil.rmtree(where, ignore_errors=True)
-            return {"cpu_s": cpu}
+            code = "import report_pipeline.definitions"
+            return {"cpu_s": timed([sys.executable, "-c", code], self.env)}
         if variant == "preview":
-            out = self._fresh("preview")
-            cpu = timed([str(BIN / "report-pipeline"), "preview", str(self.report), "--out",
-                         str(out)], self.env)  # fmt: skip
-            counts = json.loads((out / "manifest.json").read_bytes())["counts"]
-            shutil.rmtree(out, ignore_errors=True)
-            return {"cpu_s": cpu, "counts": counts}
-        cpu, where = self._materialize(MONTH)
-        manifests = list((where / "store").rglob("manifest.json"))
-        if len(manifests) != 1:
-            raise BenchError(f"the run left {len(manifests)} manifests, not 1")
-        counts = json.loads(manifests[0].read_bytes())["counts"]
-        shutil.rmtree(where, ignore_errors=True)
-        return {"cpu_s": cpu, "counts": counts}
+            with fresh_dir(self.scratch, "preview-") as out:
+                argv = [
+                    str(BIN / "report-pipeline"),
+                    "preview",
+                    str(self.report),
+                    "--out",
+                    str(out),
+                ]
+                cpu = timed(argv, self.env)
+                return {
+                    "cpu_s": cpu,
+                    "counts": json.loads((out / "manifest.json").read_bytes())["counts"],
+                }
+        return self._materialize(EMPTY_MONTH if variant == "empty_month" else MONTH)
 
 
 def main(argv: list[str] | None = None) -> int:
