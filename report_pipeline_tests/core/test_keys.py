@@ -34,6 +34,8 @@ def test_every_key_is_built_exactly_as_stores_already_hold_it():
         keys.claims_prefix(REVISION),
         keys.claim_key(REVISION, 7),
         keys.claim_key(REVISION, 7, "released"),
+        keys.current_key("2026-10", 3),
+        keys.arrivals_key("2026-10", 12),
     ] == [
         f"staged/{REPORT}/{REVISION}.pdf",
         f"work/{REVISION}",
@@ -51,7 +53,17 @@ def test_every_key_is_built_exactly_as_stores_already_hold_it():
         f"claims/{REVISION}",
         f"claims/{REVISION}/000007.json",
         f"claims/{REVISION}/000007.released",
+        "months/2026-10/current/000003.json",
+        "months/2026-10/arrivals/000012.json",
     ]
+
+
+def test_a_month_record_key_parses_back_and_nothing_else_does():
+    assert keys.month_record(keys.current_key("2026-10", 3)) == ("2026-10", "current", 3)
+    assert keys.month_record(keys.arrivals_key("2026-10", 12)) == ("2026-10", "arrivals", 12)
+    for other in ("months/2026-10/current", "months/2026-10/current/x.json",
+                  keys.manifest_key(REPORT, REVISION)):  # fmt: skip
+        assert keys.month_record(other) is None
 
 
 def test_a_deadline_is_bucketed_by_its_utc_day_whatever_its_zone():

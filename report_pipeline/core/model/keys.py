@@ -12,6 +12,10 @@
     claims/<revision>/<generation:06d>.{json,released}       who may run a revision
     reviews/events/<YYYYMMDD>/<HHMMSSffffff>-<random>.json   one quarantine-review decision
     reviews/next/<report_id>/<revision>                      the revision a review made of it
+    months/<YYYY-MM>/current/<generation:06d>.json          the month's current revision, each
+                                                             change a new generation
+    months/<YYYY-MM>/arrivals/<generation:06d>.json         every report content the month saw,
+                                                             and when it arrived (intake)
 
 A revision's archive/ objects are on the long clock once its complete manifest is published, and
 on the short clock (as working material) until then.
@@ -30,6 +34,7 @@ ARCHIVE = "archive"
 AUDIT = "audit"
 CLAIMS = "claims"
 REVIEWS = "reviews"  # reviews/events/<YYYYMMDD>/...json, reviews/next/<report_id>/<revision>
+MONTHS = "months"  # months/<YYYY-MM>/{current,arrivals}/<generation>.json
 WORK_INDEX = "index/work"  # short clock: staged source, work objects, unfinished revisions
 ARCHIVE_INDEX = "index/archive"  # long clock: an archived revision
 EVIDENCE_INDEX = "index/evidence"  # a rejected image's evidence, when kept less than the archive
@@ -130,6 +135,35 @@ def review_event_key(moment: datetime, token: str) -> str:
 def review_successor_key(report_id: str, revision: str) -> str:
     """Which revision a review made of `revision`: written once, so revisions form one line."""
     return f"{REVIEWS}/next/{report_id}/{revision}"
+
+
+def current_prefix(month: str) -> str:
+    return f"{MONTHS}/{month}/current"
+
+
+def current_key(month: str, generation: int) -> str:
+    """One generation of the month's current revision: written once (put_if_absent), so two
+    writers cannot both make generation N, and the newest generation is the month's truth."""
+    return f"{current_prefix(month)}/{generation:06d}.json"
+
+
+def arrivals_prefix(month: str) -> str:
+    return f"{MONTHS}/{month}/arrivals"
+
+
+def arrivals_key(month: str, generation: int) -> str:
+    return f"{arrivals_prefix(month)}/{generation:06d}.json"
+
+
+def month_record(key: str) -> tuple[str, str, int] | None:
+    """(month, "current" or "arrivals", generation) of a key under months/, else None."""
+    parts = key.split("/")
+    if len(parts) != 4 or parts[0] != MONTHS or not parts[3].endswith(".json"):
+        return None
+    try:
+        return parts[1], parts[2], int(parts[3].removesuffix(".json"))
+    except ValueError:
+        return None
 
 
 def claims_prefix(revision: str) -> str:

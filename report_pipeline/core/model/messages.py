@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from report_pipeline.core.model import keys
-from report_pipeline.core.model.records import Counts, Manifest, SourceFacts
+from report_pipeline.core.model.records import Counts, Manifest, SourceFacts, SourceFile
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class StagedReport:
     superseded: int
     reused: bool  # the revision already has a manifest: nothing is extracted again
     facts: SourceFacts = SourceFacts()  # repaired, encrypted, shared page-tree nodes
+    source_file: SourceFile | None = None  # which file of the month folder, as intake chose it
 
 
 @dataclass(frozen=True)

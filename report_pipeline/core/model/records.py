@@ -15,9 +15,11 @@ from report_pipeline.core.model.clock import Deadlines
 from report_pipeline.core.model.outcome import ImageOutcome
 
 # What is written. 2: each child with an object records its MD5 (`md5`). 3: what intake found
-# about the PDF itself (`encrypted`, `permissions`, `shared_page_nodes`).
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (1, 2, 3)  # 1: without `md5`; such archives are checked by re-hashing
+# about the PDF itself (`encrypted`, `permissions`, `shared_page_nodes`). 4: which file the
+# revision was made from (`source_file`), and on a superseded revision its successor
+# (`superseded_by`); a decision names the evidence it was taken on (`review.evidence`).
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)  # 1: without `md5`; such archives are checked by re-hashing
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,24 @@ class Review:
     # rejected, with review.rejected_evidence_days set: when its evidence goes (before the
     # archive clock); "" keeps it on the archive clock
     evidence_delete_by: str = ""
+    # the sha256 of the quarantined stream decided on: with the reason, what makes a later
+    # revision's quarantined image "the same" so the decision carries over ("": decided before
+    # it was recorded; found through `from_revision`)
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Which file of the month's folder a revision was made from, as intake chose it (the name
+    within the month folder only, never a path)."""
+
+    source: str  # the report source's name
+    name: str
+    bytes: int
+    sha256: str
+    pages: int
+    arrived_at: str  # when intake first saw these bytes in the month ("": before it recorded)
+    superseded: tuple[str, ...] = ()  # the month folder's other files, which arrived earlier
 
 
 @dataclass(frozen=True)
@@ -156,6 +176,9 @@ class Manifest:
     # A revision made by a quarantine review (core/review/) names the revision it revised.
     # (`parent_revision` is the manifest's own revision: the parent of its child records.)
     previous_revision: str | None = None
+    # schema 4 (None in older manifests, and then left out of the JSON)
+    source_file: SourceFile | None = None
+    superseded_by: str | None = None  # a tombstone's: the month's revision that replaced it
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -166,12 +189,16 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
-def tombstone(manifest: Manifest, expired_at: str, size: int, objects: int) -> Manifest:
-    """What stays of an expired revision: the record, with every child marked `expired`."""
+def tombstone(
+    manifest: Manifest, expired_at: str, size: int, objects: int, successor: str = ""
+) -> Manifest:
+    """What stays of an expired revision: the record, with every child marked `expired`;
+    `successor` names the revision that superseded it ("": the archive clock ran out)."""
     return replace(
         manifest,
         state="expired",
         expired_at=expired_at,
         deleted=Deleted(objects=objects, bytes=size),
         children=tuple(replace(child, state="expired") for child in manifest.children),
+        superseded_by=successor or manifest.superseded_by,
     )

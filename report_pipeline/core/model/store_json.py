@@ -2,9 +2,9 @@
 
 `outcomes.json` (the worker's outcomes of one task), `children/<task>.json` (its child records)
 and `manifest.json` are read and written here and nowhere else (`plan.json`: plan.py).
-Manifests are written as schema 3: schema 1 key for key, plus `md5` on each child that has an
+Manifests are written as schema 4: schema 1 key for key, plus `md5` on each child that has an
 object (left out when there is none, so a schema 1 manifest, read and written back, keeps its
-bytes); all still read.
+bytes), and the optional keys of schemas 3 and 4 (left out when absent); all still read.
 `outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
 image) is refused: its task must be extracted again.
 """
@@ -28,6 +28,7 @@ from report_pipeline.core.model.records import (
     OutcomeRecord,
     PageRow,
     Review,
+    SourceFile,
 )
 from report_pipeline.core.storage.store import MissingObject, PermanentStorageError, Store
 
@@ -36,6 +37,7 @@ JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may h
 # schema (so it keeps its bytes when written back).
 _OPTIONAL = (
     "expired_at", "deleted", "encrypted", "permissions", "shared_page_nodes", "previous_revision",
+    "source_file", "superseded_by",
 )  # fmt: skip
 
 
@@ -127,7 +129,14 @@ def manifest_from_json(document: dict[str, Any]) -> Manifest:
         "children": tuple(child_from_json(child) for child in document["children"]),
         "deleted": Deleted(**deleted) if deleted is not None else None,
         "permissions": _tuple(document.get("permissions")),
+        "source_file": source_file_from_json(document.get("source_file")),
     })  # fmt: skip
+
+
+def source_file_from_json(data: dict[str, Any] | None) -> SourceFile | None:
+    if data is None:
+        return None
+    return SourceFile(**{**data, "superseded": tuple(data.get("superseded", ()))})
 
 
 def _tuple(items: list[str] | None) -> tuple[str, ...] | None:
