@@ -1,6 +1,7 @@
 from dataclasses import replace
 
 from report_pipeline.core.archive.archive import archive
+from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.worker.worker import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
@@ -27,7 +28,13 @@ def test_new_extractor_version_re_extracts_into_a_new_revision(store, settings):
     new = run_report(store, pdf, replace(settings, extractor_version="next"), "inbox", "2026-10")
     assert new.parent_revision != old.parent_revision
     assert new.extractor_version == "next" and new.counts == old.counts
-    assert len([o for o in store.list("archive") if o.key.endswith("manifest.json")]) == 2
+    manifests = [o.key for o in store.list("archive") if o.key.endswith("manifest.json")]
+    assert len(manifests) == 2  # the new revision's, and the old one's tombstone
+    assert store_json.read_manifest(store, old_key(old)).superseded_by == new.parent_revision
+
+
+def old_key(manifest):
+    return keys.manifest_key(manifest.report_id, manifest.parent_revision)
 
 
 def test_working_material_is_gone_once_the_revision_is_complete(store, settings):

@@ -52,10 +52,10 @@ def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_pat
     }
     assert stored == objects
     assert "CopyObject" not in calls
-    # the objects, plus ten per report (one task): staged source, the planned draws, plan,
-    # outcomes, children, manifest, audit event, and three deadline markers (staging, the task,
-    # the long clock)
-    assert calls["PutObject"] == len(objects) + 10, calls
+    # the objects, plus eleven per report (one task): staged source, the planned draws, plan,
+    # outcomes, children, manifest, audit event, three deadline markers (staging, the task,
+    # the long clock) and the month's record of its current revision
+    assert calls["PutObject"] == len(objects) + 11, calls
     # per report, not per image: the staged source, the planned draws, the plan, outcomes,
     # children, the manifest read before publishing (each one GET: a missing object is not
     # HEADed first), and so on

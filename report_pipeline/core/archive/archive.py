@@ -3,7 +3,12 @@ manifest."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import months, succession
+from report_pipeline.core.archive.carry import carried
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, StagedReport
@@ -79,34 +84,59 @@ def publish(
     archived: list[ArchivedTask],
     retention: RetentionPolicy,
 ) -> tuple[Manifest, bool]:
-    """Write the manifest once; a rerun of the same revision gets the stored one back unchanged.
+    """Write the revision's manifest once and make it the month's current revision; returns the
+    month's manifest now and whether it was reused (nothing written).
 
-    Returns the manifest and whether it was reused. Working material (the staged source and any
-    work leftovers) is deleted once the revision is complete.
+    A report the month already holds (this revision, or one a review made of it) gets the
+    month's manifest back unchanged. A new complete revision keeps the month's archive deadline
+    (set at its first archive: a correction or an upgrade never extends it), carries the
+    decisions taken on the month's revision over to the same images, and supersedes that
+    revision, unless the month's is newer (core/archive/succession.py): then the month's is
+    returned. Working material (the staged source, work leftovers) is deleted once complete.
     """
-    ref = staged.ref
+    ref, now = staged.ref, utc_now()
+    month = months.current(store, ref.month, besides=ref.revision)
+    live = month.manifest if month and month.live else None
+    if live is not None and months.holds(live, ref):
+        return live, True
     existing = complete_manifest(store, ref)
-    if existing is not None:
-        return existing, True
-    plan = read_plan(store, ref)
-    records: list[ChildRecord] = []
-    for task in sorted(archived, key=lambda t: t.task.first_page):
-        records.extend(store_json.read_children(store, task.children_key))
-    now = utc_now()
-    peak = max((task.peak_rss_kib for task in archived), default=0)
-    manifest = mf.build_manifest(
-        ref, plan.expected, mf.sequenced(records), deadlines_for(now, retention), iso(now), peak,
-        staged.page_count, staged.facts, plan.broken,
-    )  # fmt: skip
+    if existing is not None:  # written, but a crash left it short of the month's
+        return succession.make_current(store, existing, "", now), True
+    manifest = _built(store, staged, archived, retention, live, now)
     complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one
         archive_by = parse_iso(manifest.deadlines.archive_delete_by)
         deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
     store_json.write_manifest(store, ref.manifest_key, manifest)
-    if complete:
-        work_by = parse_iso(manifest.deadlines.work_delete_by)
-        material = working_objects(store, ref.report_id, ref.revision)
-        deletion_log.delete_audited(
-            store, "working_material", ref.report_id, ref.revision, work_by, now, material
-        )
-    return manifest, False
+    if not complete:
+        return manifest, False
+    work_by = parse_iso(manifest.deadlines.work_delete_by)
+    material = working_objects(store, ref.report_id, ref.revision)
+    deletion_log.delete_audited(
+        store, "working_material", ref.report_id, ref.revision, work_by, now, material
+    )  # fmt: skip
+    basis = live.parent_revision if live else ""
+    return succession.make_current(store, manifest, basis, now, month), False
+
+
+def _built(
+    store: Store, staged: StagedReport, archived: list[ArchivedTask], retention: RetentionPolicy,
+    live: Manifest | None, now: datetime,
+) -> Manifest:  # fmt: skip
+    """The revision's manifest from its tasks' children: the month's deadline when it has a
+    live revision, and that revision's decisions on the same images."""
+    plan = read_plan(store, staged.ref)
+    records: list[ChildRecord] = []
+    for task in sorted(archived, key=lambda t: t.task.first_page):
+        records.extend(store_json.read_children(store, task.children_key))
+    peak = max((task.peak_rss_kib for task in archived), default=0)
+    clocks = deadlines_for(now, retention)
+    if live is not None:
+        clocks = replace(clocks, archive_delete_by=live.deadlines.archive_delete_by)
+    manifest = mf.build_manifest(
+        staged.ref, plan.expected, mf.sequenced(records), clocks, iso(now), peak,
+        staged.page_count, staged.facts, plan.broken, staged.source_file,
+    )  # fmt: skip
+    if live is not None and manifest.state == "complete":
+        manifest = carried(store, manifest, live)
+    return manifest

@@ -18,6 +18,7 @@ from report_pipeline.core.model.records import (
     Metrics,
     PageRow,
     SourceFacts,
+    SourceFile,
     percentile,
 )
 
@@ -76,6 +77,7 @@ def build_manifest(
     pages: int | None = None,
     facts: SourceFacts = NO_FACTS,
     broken: dict[int, int] | None = None,
+    source_file: SourceFile | None = None,
 ) -> Manifest:
     """The parent is complete only when archived + quarantined equals the expected count,
     every one of the report's `pages` (as intake counted them) has its row, and no page's walk
@@ -102,6 +104,7 @@ def build_manifest(
         encrypted=facts.encrypted,
         permissions=facts.permissions,
         shared_page_nodes=facts.shared_page_nodes,
+        source_file=source_file,
     )
 
 
@@ -116,22 +119,29 @@ def quarantine_reasons(manifest: Manifest) -> Counter:
     return Counter(c.quarantine_reason for c in manifest.children if c.state == "quarantined")
 
 
+def recounted(manifest: Manifest, children: list[ChildRecord]) -> Manifest:
+    """`manifest` with `children` in place of its own: counts and page rows recounted, the
+    same report, pages, deadlines and revision."""
+    expected = {row.page: row.expected for row in manifest.pages}
+    broken = {row.page: row.broken_streams for row in manifest.pages if row.broken_streams}
+    pages = manifest.counts.pages + manifest.counts.pages_unaccounted
+    return replace(
+        manifest,
+        counts=_counts(expected, children, pages),
+        pages=_page_rows(expected, children, broken),
+        children=tuple(children),
+    )
+
+
 def revised(
     manifest: Manifest, children: list[ChildRecord], revision: str, created_at: str
 ) -> Manifest:
     """A new revision of `manifest` with `children` in place of its own (a quarantine review's
     decisions): the same report, pages and deadlines; counts and page rows recounted;
     `previous_revision` names the revision it revises."""
-    expected = {row.page: row.expected for row in manifest.pages}
-    broken = {row.page: row.broken_streams for row in manifest.pages if row.broken_streams}
-    pages = manifest.counts.pages + manifest.counts.pages_unaccounted
-    counts = _counts(expected, children, pages)
     return replace(
-        manifest,
+        recounted(manifest, children),
         parent_revision=revision,
         previous_revision=manifest.parent_revision,
         created_at=created_at,
-        counts=counts,
-        pages=_page_rows(expected, children, broken),
-        children=tuple(children),
     )

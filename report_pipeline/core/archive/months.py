@@ -1,15 +1,38 @@
-"""A month's revisions as the archive holds them: their manifests, and the one to show."""
+"""A month's revisions as the archive holds them: their manifests, and the month's current one.
+
+The current revision is the one the month's record names (core/model/current.py). A month
+archived before that record existed has none until its next change; until then its current
+revision is its newest complete one that no review revised, as it always was.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.current import MonthHead
 from report_pipeline.core.model.keys import manifest_key
+from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
+
+
+@dataclass(frozen=True)
+class Current:
+    """The month's current revision: its record (None for a month archived before records were
+    kept), its manifest's key and its manifest (complete; expired once its clock ran out)."""
+
+    head: MonthHead | None
+    key: str
+    manifest: Manifest | None  # None only if the record names a manifest that is gone
+
+    @property
+    def live(self) -> bool:
+        return self.manifest is not None and self.manifest.state == "complete"
 
 
 def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
@@ -26,23 +49,58 @@ def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
     ]
 
 
-def month_manifests(store: Store, month: str) -> Iterator[tuple[str, Manifest]]:
-    """(manifest key, manifest) of every revision of the month's reports that has a manifest."""
+def month_manifests(store: Store, month: str, besides: str = "") -> Iterator[tuple[str, Manifest]]:
+    """(manifest key, manifest) of every revision of the month's reports that has a manifest
+    (but `besides`, not read)."""
     for report_id, revision in revisions(store, month):
+        if revision == besides:
+            continue
         key = manifest_key(report_id, revision)
         manifest = store_json.read_manifest(store, key)
         if manifest is not None:
             yield key, manifest
 
 
+def current(store: Store, month: str, besides: str = "") -> Current | None:
+    """The month's current revision, or None when nothing was ever archived for it. `besides`:
+    a revision a month without a record must not count (one about to be recorded)."""
+    head = month_record.head(store, month)
+    if head is None:
+        return _unrecorded(store, month, besides)
+    key = manifest_key(head.report_id, head.revision)
+    return Current(head, key, store_json.read_manifest(store, key))
+
+
 def latest_archived(store: Store, month: str) -> tuple[str, Manifest] | None:
-    """The month's newest complete revision (key, manifest): what the month's archive is now.
-    A revision a quarantine review revised is never it (the review's revision is newer)."""
-    complete = [(m.created_at, key, m) for key, m in month_manifests(store, month)
+    """(key, manifest) of the month's current revision while it is archived (complete): what
+    every surface shows as the month. None: nothing archived, or its archive clock ran out."""
+    found = current(store, month)
+    if found is None or found.manifest is None or not found.live:
+        return None
+    return found.key, found.manifest
+
+
+def current_for(store: Store, ref: RevisionRef) -> Manifest | None:
+    """The month's current manifest when it is this report, extracted by this extractor (it may
+    be a revision a review made of `ref`'s): nothing is to be extracted again."""
+    found = current(store, ref.month, besides=ref.revision)
+    manifest = found.manifest if found and found.live else None
+    return manifest if manifest is not None and holds(manifest, ref) else None
+
+
+def holds(manifest: Manifest, ref: RevisionRef) -> bool:
+    """`manifest` is `ref`'s report by `ref`'s extractor (`ref`'s revision, or a review's)."""
+    same = (manifest.report_id, manifest.source_hash, manifest.extractor_version)
+    return same == (ref.report_id, ref.source_hash, ref.extractor_version)
+
+
+def _unrecorded(store: Store, month: str, besides: str = "") -> Current | None:
+    """A month without a record: its newest complete revision that no review revised."""
+    complete = [(m.created_at, key, m) for key, m in month_manifests(store, month, besides)
                 if m.state == "complete"]  # fmt: skip
     revised = {m.previous_revision for _, _, m in complete if m.previous_revision}
     complete = [item for item in complete if item[2].parent_revision not in revised]
     if not complete:
         return None
     _, key, manifest = max(complete, key=lambda item: item[0])
-    return key, manifest
+    return Current(None, key, manifest)

@@ -128,17 +128,19 @@ def sweep_working_material(
 
 def expire_revision(
     store: Store, report_id: str, revision: str, deadline: datetime, now: datetime,
-    kind: str = "archive",
+    kind: str = "archive", successor: str = "",
 ) -> Deletion | None:  # fmt: skip
     """Delete an archived revision's objects; its manifest stays as a tombstone (`expired`).
-    `kind`: the audit event's (`superseded`: a quarantine review's revision replaced it)."""
+    `kind`: the audit event's (`superseded`: another revision replaced it as the month's, and
+    the tombstone names that `successor`)."""
     key = manifest_key(report_id, revision)
     objects = [o for o in store.list(archive_prefix(report_id, revision)) if o.key != key]
     event = deletion_log.delete_audited(store, kind, report_id, revision, deadline, now, objects)
     manifest = store_json.read_manifest(store, key)
     if manifest and manifest.state != "expired":
         size = sum(o.size for o in objects)
-        store_json.write_manifest(store, key, tombstone(manifest, iso(now), size, len(objects)))
+        tomb = tombstone(manifest, iso(now), size, len(objects), successor)
+        store_json.write_manifest(store, key, tomb)
     return event
 
 

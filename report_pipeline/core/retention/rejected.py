@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from report_pipeline.core.model import current as current_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.records import ChildRecord, Manifest
@@ -19,16 +20,29 @@ KIND = "rejected_evidence"
 
 
 def current(store: Store, report_id: str, revision: str) -> Manifest | None:
-    """The revision's manifest, or that of the revision reviews made of it, while superseded."""
-    for _ in range(10_000):  # a chain of decisions; never a loop (each names a new revision)
+    """The revision's manifest, or, while superseded, that of the revision that replaced it (a
+    review's, a correction's or a re-extraction's: the tombstone names it)."""
+    for _ in range(10_000):  # a chain of revisions; never a loop (each names a newer one)
         manifest = store_json.read_manifest(store, keys.manifest_key(report_id, revision))
         if manifest is None or manifest.state != "expired":
             return manifest
-        try:
+        if manifest.superseded_by:
+            report_id, revision = _successor(store, manifest)
+            continue
+        try:  # a tombstone a review left before tombstones named their successor
             revision = store.get_bytes(keys.review_successor_key(report_id, revision), 64).decode()
         except MissingObject:
             return None  # expired by the archive clock: nothing left to delete
     return None
+
+
+def _successor(store: Store, manifest: Manifest) -> tuple[str, str]:
+    """(report id, revision) of the revision that superseded `manifest`: the month's record
+    names its report (a correction may come from another source)."""
+    for head in current_record.history(store, manifest.month):
+        if head.revision == manifest.superseded_by:
+            return head.report_id, head.revision
+    return manifest.report_id, manifest.superseded_by or ""
 
 
 def _due(child: ChildRecord, now: datetime) -> bool:

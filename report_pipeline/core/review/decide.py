@@ -21,16 +21,18 @@ import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from report_pipeline.core.archive import succession
 from report_pipeline.core.archive.manifest import revised
+from report_pipeline.core.archive.months import Current
 from report_pipeline.core.archive.table import write_table
+from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.records import ChildRecord, Manifest, Review
 from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
 from report_pipeline.core.retention import deadlines
-from report_pipeline.core.retention.janitor import expire_revision
 from report_pipeline.core.review import confined
-from report_pipeline.core.review.queue import Item, ReviewError, archived, find
+from report_pipeline.core.review.queue import Item, ReviewError, find, month_now
 from report_pipeline.core.storage.store import MissingObject, Store
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
@@ -75,7 +77,9 @@ def decide(
 ) -> Decided:  # fmt: skip
     review, decode = review or ReviewSettings(), decode or DecodeSettings()
     check_request(decision, reviewer, note, review)
-    _, manifest = archived(store, month)
+    found = month_now(store, month)
+    manifest = found.manifest
+    assert manifest is not None
     previous = manifest.parent_revision
     if expected_revision and expected_revision != previous:
         raise ReviewError("revision_changed", f"{month}'s archived revision is now {previous}, "
@@ -84,12 +88,14 @@ def decide(
     wanted = DECISIONS[decision]
     if item.decision:
         if item.decision == wanted:
+            succession.settle(store, manifest, now)  # a decision that died before it finished
             return Decided(month, item.sequence, wanted, reviewer, previous,
                            manifest.previous_revision or previous, False, "",
                            manifest)  # fmt: skip
         raise ReviewError("already_decided", f"image {item.sequence} of {month} was "
                           f"{item.decision}; a contrary decision is refused")  # fmt: skip
-    mark = Review(wanted, reviewer, iso(now), note, "", previous)
+    evidence = keys.parse_archive_key(item.evidence_key).digest if item.evidence_key else ""
+    mark = Review(wanted, reviewer, iso(now), note, "", previous, evidence=evidence)
     evidence_by = _evidence_deadline(manifest, now, review) if decision == "reject" else None
     if evidence_by is not None:
         mark = replace(mark, evidence_delete_by=iso(evidence_by))
@@ -106,7 +112,7 @@ def decide(
     if png:
         image_key = keys.image_key(manifest.report_id, revision, hashlib.sha256(png).hexdigest())
     children = [_decided(c, item, mark, png, image_key, reason) for c in manifest.children]
-    new = _publish(store, manifest, children, revision, png, image_key, now, evidence_by)
+    new = _publish(store, found, children, revision, png, image_key, now, evidence_by)
     outcome = "accept_failed" if reason else wanted
     _audit(store, manifest, item, outcome, mark, revision, reason, now)
     return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason, new)
@@ -161,10 +167,13 @@ def _evidence_deadline(manifest: Manifest, now: datetime, review: ReviewSettings
 
 
 def _publish(
-    store: Store, manifest: Manifest, children: list[ChildRecord], revision: str, png: bytes,
+    store: Store, found: Current, children: list[ChildRecord], revision: str, png: bytes,
     image_key: str, now: datetime, evidence_by: datetime | None = None,
 ) -> Manifest:  # fmt: skip
-    """The new revision's objects, deadline marker, manifest and table: its manifest."""
+    """The new revision's objects, deadline marker, manifest and table, then the month's record
+    names it: its manifest."""
+    manifest = found.manifest
+    assert manifest is not None
     lock = keys.review_successor_key(manifest.report_id, manifest.parent_revision)
     taken = not store.put_if_absent(lock, revision.encode())
     if taken and store.get_bytes(lock, 64).decode() != revision:
@@ -183,11 +192,32 @@ def _publish(
     new = revised(manifest, moved, revision, iso(now))
     store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
     write_table(store, new)
+    _make_current(store, found, new, now)
     # The revision decided on is superseded: its copies go now, with an audit event, and its
     # manifest stays as a tombstone (the archive holds one copy of the month, not one per review)
-    expire_revision(store, manifest.report_id, manifest.parent_revision, archive_by, now,
-                    kind="superseded")  # fmt: skip
+    succession.supersede(store, manifest, revision, now)
     return new
+
+
+def _make_current(store: Store, found: Current, new: Manifest, now: datetime) -> None:
+    """The month's record names the review's revision, if the month is still at the revision
+    decided on; else (a correction landed meanwhile) the review's revision goes again."""
+    head, decided_on = found.head, found.manifest
+    if head is None:  # a month archived before records were kept: its revision, adopted
+        adopted = replace(succession.head_for(decided_on, None, now), cause="adopted")
+        month_record.advance(store, None, adopted)
+        head = month_record.head(store, new.month)
+    if head is not None and head.revision == new.parent_revision:
+        return  # recorded by an earlier try of this decision
+    if (
+        head is None
+        or head.revision != decided_on.parent_revision
+        or not month_record.advance(store, head, succession.head_for(new, decided_on, now))
+    ):
+        now_current = month_record.head(store, new.month)
+        succession.supersede(store, new, now_current.revision if now_current else "", now)
+        raise ReviewError("revision_changed", f"{new.month} changed while this decision was "
+                          "taken: list the queue again")  # fmt: skip
 
 
 def _moved(store: Store, child: ChildRecord, report_id: str, revision: str) -> ChildRecord:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from report_pipeline.core.archive.months import latest_archived
+from report_pipeline.core.archive.months import Current, current, latest_archived
 from report_pipeline.core.model.keys import ARCHIVE, month_of, prefix_name
 from report_pipeline.core.model.records import ChildRecord, Manifest
 from report_pipeline.core.storage.store import Store
@@ -44,8 +44,15 @@ class Item:
 
 def archived(store: Store, month: str) -> tuple[str, Manifest]:
     """The month's archived revision (manifest key, manifest), or ReviewError `unknown_month`."""
-    found = latest_archived(store, month)
-    if found is None:
+    found = month_now(store, month)
+    assert found.manifest is not None
+    return found.key, found.manifest
+
+
+def month_now(store: Store, month: str) -> Current:
+    """The month's current revision while archived, or ReviewError `unknown_month`."""
+    found = current(store, month)
+    if found is None or not found.live:
         raise ReviewError("unknown_month", f"nothing is archived for {month}")
     return found
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from report_pipeline.core.archive.months import current_for
 from report_pipeline.core.intake.intake import RefusedInput, identify
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
@@ -73,8 +74,8 @@ def stage(
         found = identify(source, workdir, source_name, month, settings, expected_hash)
         ref, checked = found.ref, found.inspection
         staged = StagedReport(ref, checked.pages, found.size, superseded, False, checked.facts)
-        if complete_manifest(store, ref) is not None:
-            return replace(staged, reused=True), []
+        if current_for(store, ref) is not None or complete_manifest(store, ref) is not None:
+            return replace(staged, reused=True), []  # the month holds it (publish says how)
         walked = _image_counts(found.path, checked.pages, settings)
         mark_work(store, ref, settings)
         store.put_file(ref.staged_key, found.path)
