@@ -22,6 +22,7 @@ EPILOG = """exit codes:
   33  accept is refused: its reason is not a check that can be lifted (reject it)
   34  the month's revision changed since it was listed: list again
   35  bad input: reviewer not a plain identifier, note too long, output folder not empty
+      or not makeable
   36  the store is unreachable for now (transient): retry; nothing was changed
   37  accept: the image still fails under the lifted check (it stays quarantined)
   38  the store refused the request (permanent): check its configuration

@@ -4,6 +4,7 @@ item, and decisions that publish a new revision of the month, audited."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import stat
@@ -96,6 +97,28 @@ def test_show_writes_the_evidence_and_a_preview_into_a_private_folder(monthly, t
     with pytest.raises(ReviewError) as linked:
         show(store, month, item.sequence, tmp_path / "link")  # never written through a link
     assert linked.value.code == "bad_input" and not any((tmp_path / "empty").iterdir())
+
+
+def test_show_makes_the_missing_parents_of_its_folder_private_and_leaves_others_alone(
+    monthly, tmp_path
+):
+    store, month = monthly
+    item = by_reason(store, month)["signature_mismatch"]
+    (tmp_path / "home").mkdir(mode=0o755)
+    os.chmod(tmp_path / "home", 0o755)
+    previous = os.umask(0o002)  # a permissive umask: what is made is 0700 all the same
+    try:
+        shown = show(store, month, item.sequence, tmp_path / "home" / "review" / "a" / "307")
+    finally:
+        os.umask(previous)
+    assert shown.evidence == tmp_path / "home" / "review" / "a" / "307" / "evidence.bin"
+    for made in ("review", "review/a", "review/a/307"):
+        assert stat.S_IMODE((tmp_path / "home" / made).stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "home").stat().st_mode) == 0o755
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(ReviewError) as blocked:
+        show(store, month, item.sequence, tmp_path / "file" / "look")
+    assert blocked.value.code == "bad_input" and "cannot make" in blocked.value.message
 
 
 def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(monthly, clock):
