@@ -81,8 +81,11 @@ def test_list_show_and_decide_with_their_exit_codes(deployed, tmp_path, capsys):
     assert main(["quarantine", "decide", "2026-09", "1", "reject", "--reviewer", "a"]) == 30
     assert main(["quarantine", "decide", MONTH, "999999", "reject", "--reviewer", "a"]) == 31
     assert main(["quarantine", "decide", MONTH, "1", "reject", "--reviewer", "a b"]) == 35
+    assert main(["quarantine", "decide", MONTH, "1", "reject", "--reviewer", "josé",
+                 "--note", "seen\x1b[2J"]) == 35  # fmt: skip
     err = capsys.readouterr().err
     assert "refused (unknown_month)" in err and str(tmp_path) not in err
+    assert "note has a control character (U+001B) at character 5" in err and "\x1b" not in err
 
 
 def test_an_unreachable_store_is_transient_and_says_retry(monkeypatch, capsys):

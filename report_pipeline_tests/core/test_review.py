@@ -198,7 +198,8 @@ def test_a_decision_on_a_revision_that_changed_meanwhile_is_refused(monthly, clo
 @pytest.mark.parametrize(
     ("reviewer", "note", "decision"),
     [("../etc", "", "reject"), ("", "", "reject"), ("bo", "x" * 501, "reject"),
-     ("bo", "", "maybe")],
+     ("bo", "", "maybe"), ("bo", "cut\noff", "reject"), ("bo", "\u202eok", "reject"),
+     ("ana lopez", "", "reject")],
 )  # fmt: skip
 def test_bad_input_is_refused_before_anything_is_read(tmp_path, clock, reviewer, note, decision):
     store = LocalStore(tmp_path / "store")
@@ -208,6 +209,17 @@ def test_bad_input_is_refused_before_anything_is_read(tmp_path, clock, reviewer,
     with pytest.raises(ReviewError) as unknown:
         decide(store, clock.month(-1), 1, "reject", "bo", "", clock.now)
     assert unknown.value.code == "unknown_month"
+
+
+def test_a_reviewer_named_in_another_script_is_recorded_composed(monthly, clock):
+    store, month = monthly
+    item = by_reason(store, month)["truncated"]
+    done = decide(store, month, item.sequence, "reject", "jose\u0301", "cut off", clock.now)
+    assert done.reviewer == "jos\u00e9"
+    assert occurrence(current(store, month), item.sequence).review.reviewer == "jos\u00e9"
+    assert events(store)[0]["reviewer"] == "jos\u00e9"
+    again = decide(store, month, item.sequence, "reject", "李雷", "", clock.now)
+    assert not again.changed  # already rejected, whoever asks again
 
 
 def test_every_decision_is_an_audit_event_without_image_bytes(monthly, clock):

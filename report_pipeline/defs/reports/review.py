@@ -28,8 +28,8 @@ class ReviewDecision(dg.Config):
     month: str = Field(description="the month, YYYY-MM")
     sequence: int = Field(description="the image's sequence, from `quarantine list`")
     decision: str = Field(description="accept or reject")
-    reviewer: str = Field(description="who decides: a plain identifier")
-    note: str = Field("", description="why (at most 500 characters)")
+    reviewer: str = Field(description="who decides: a name, any script, no spaces")
+    note: str = Field("", description="why: one line, at most 500 characters")
     revision: str = Field("", description="the revision listed; refused if it changed since")
 
 
