@@ -21,7 +21,9 @@ EPILOG = """exit codes:
   32  the image is already decided the other way (a contrary decision is refused)
   33  accept is refused: its reason is not a check that can be lifted (reject it)
   34  the month's revision changed since it was listed: list again
-  35  bad input: reviewer not a plain identifier, note too long, output folder not empty
+  35  bad input: reviewer not a name (a letter, then letters, digits, '.', '_', '-'; any
+      script, no spaces), note too long or not one line of visible text, output folder
+      not empty or not makeable
   36  the store is unreachable for now (transient): retry; nothing was changed
   37  accept: the image still fails under the lifted check (it stays quarantined)
   38  the store refused the request (permanent): check its configuration
@@ -49,8 +51,8 @@ def add_commands(commands: argparse._SubParsersAction, month: Callable[[str], st
     decide.add_argument("month", type=month)
     decide.add_argument("sequence", type=int)
     decide.add_argument("decision", choices=["accept", "reject"])
-    decide.add_argument("--reviewer", required=True, help="who decides: a plain identifier")
-    decide.add_argument("--note", default="", help="why (at most 500 characters)")
+    decide.add_argument("--reviewer", required=True, help="who decides: a name, no spaces")
+    decide.add_argument("--note", default="", help="why: one line, at most 500 characters")
     decide.add_argument("--revision", default="", help="the revision listed (refused if changed)")
     decide.add_argument("--json", action="store_true")
 

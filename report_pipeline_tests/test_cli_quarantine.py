@@ -59,10 +59,11 @@ def test_list_show_and_decide_with_their_exit_codes(deployed, tmp_path, capsys):
     assert sorted(queue) == ["signature_mismatch", "truncated"]
     mismatch, truncated = queue["signature_mismatch"], queue["truncated"]
     assert main(["quarantine", "show", MONTH, str(mismatch["sequence"]), "--out",
-                 str(tmp_path / "look"), "--json"]) == 0  # fmt: skip
+                 str(tmp_path / "review" / "look"), "--json"]) == 0  # fmt: skip
     shown = json.loads(capsys.readouterr().out)
     assert shown["preview"].endswith("preview.png") and shown["evidence"].endswith("evidence.bin")
-    assert stat.S_IMODE((tmp_path / "look").stat().st_mode) == 0o700
+    for made in ("review", "review/look"):  # a missing parent is made, private too
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o700
 
     def decide(item, decision, *extra) -> int:
         return main(["quarantine", "decide", MONTH, str(item["sequence"]), decision,
@@ -80,8 +81,11 @@ def test_list_show_and_decide_with_their_exit_codes(deployed, tmp_path, capsys):
     assert main(["quarantine", "decide", "2026-09", "1", "reject", "--reviewer", "a"]) == 30
     assert main(["quarantine", "decide", MONTH, "999999", "reject", "--reviewer", "a"]) == 31
     assert main(["quarantine", "decide", MONTH, "1", "reject", "--reviewer", "a b"]) == 35
+    assert main(["quarantine", "decide", MONTH, "1", "reject", "--reviewer", "josé",
+                 "--note", "seen\x1b[2J"]) == 35  # fmt: skip
     err = capsys.readouterr().err
     assert "refused (unknown_month)" in err and str(tmp_path) not in err
+    assert "note has a control character (U+001B) at character 5" in err and "\x1b" not in err
 
 
 def test_an_unreachable_store_is_transient_and_says_retry(monkeypatch, capsys):

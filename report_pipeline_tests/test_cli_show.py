@@ -8,10 +8,13 @@ import json
 import pytest
 
 from report_pipeline.cli import EXIT_NO_PAGE, EXIT_NOT_ARCHIVED, main
+from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.review.decide import decide
+from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline_tests import s3 as s3_helpers
@@ -63,6 +66,7 @@ def test_a_page_in_words_names_each_occurrences_fate_and_key(deployed, capsys):
     assert f"#{bad.sequence}  {bad.origin}  quarantined (truncated" in out
     for child in (c for c in deployed.children if c.page == 50 and c.object_key):
         assert child.object_key in out
+    assert f"{bad.width}x{bad.height}  evidence {bad.stream_bytes:,} bytes" in out  # not "0 bytes"
     assert str(fixture_pdf("monthly_report.pdf").parent) not in out
 
 
@@ -71,6 +75,7 @@ def test_without_a_page_the_month_and_its_page_counts(deployed, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"report inbox-{MONTH}  revision {deployed.parent_revision}")
     assert "    87       3         3            0  complete" in out
+    assert "reviewed" not in out  # nothing decided: the summary `make demo` prints, unchanged
     assert main(["show", MONTH, "--json"]) == 0
     month = json.loads(capsys.readouterr().out)
     assert month["counts"]["accounted"] == 423 and len(month["pages"]) == 140
@@ -85,3 +90,31 @@ def test_nothing_archived_and_no_such_page_have_their_own_codes(deployed, capsys
     with pytest.raises(SystemExit) as usage:
         main(["show", "2026-9"])
     assert usage.value.code == 2
+
+
+def test_a_reviewed_month_names_each_decision_its_reviewer_time_and_note(
+    tmp_path, monkeypatch, capsys
+):
+    store = LocalStore(tmp_path / "store")
+    monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
+    monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
+    run_report(store, fixture_pdf("monthly_report.pdf"), WorkerSettings(tmp_path / "w"), "inbox",
+               MONTH)  # fmt: skip
+    queue = {i.reason: i for i in pending(store, [MONTH])}
+    cut, odd = queue["truncated"], queue["signature_mismatch"]
+    rejected = decide(store, MONTH, cut.sequence, "reject", "josé", "cut off", utc_now())
+    accepted = decide(store, MONTH, odd.sequence, "accept", "Zoë.Ng", "", utc_now()).manifest
+    assert main(["show", MONTH]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"report inbox-{MONTH}  revision {accepted.parent_revision}")
+    decision = {c.sequence: c.review for c in accepted.children if c.review}
+    assert "\n  reviewed              2 decisions\n" in out
+    assert (f"    #{cut.sequence}  page 50  truncated  rejected by josé "
+            f'{decision[cut.sequence].decided_at}  "cut off"\n') in out  # fmt: skip
+    assert (f"    #{odd.sequence}  page 100  accepted by Zoë.Ng "
+            f"{decision[odd.sequence].decided_at}, signature_mismatch lifted\n") in out  # fmt: skip
+    assert main(["show", MONTH, "--page", "50"]) == 0
+    page = capsys.readouterr().out
+    assert f"evidence {cut.stream_bytes:,} bytes" in page
+    assert f"      reviewed: rejected by josé {decision[cut.sequence].decided_at}" in page
+    assert rejected.revision != accepted.parent_revision

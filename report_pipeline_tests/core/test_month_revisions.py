@@ -72,7 +72,7 @@ def reviewed_month(tmp_path_factory) -> Path:
     now = utc_now()
     for item in pending(store, [MONTH]):
         decision = "reject" if item.reason == "truncated" else "accept"
-        decide(store, MONTH, item.sequence, decision, "ana.lopez", "checked", now)
+        decide(store, MONTH, item.sequence, decision, "josé", "checked", now)
     return root / "store"
 
 

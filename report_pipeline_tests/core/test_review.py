@@ -4,6 +4,7 @@ item, and decisions that publish a new revision of the month, audited."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import stat
@@ -98,6 +99,28 @@ def test_show_writes_the_evidence_and_a_preview_into_a_private_folder(monthly, t
     assert linked.value.code == "bad_input" and not any((tmp_path / "empty").iterdir())
 
 
+def test_show_makes_the_missing_parents_of_its_folder_private_and_leaves_others_alone(
+    monthly, tmp_path
+):
+    store, month = monthly
+    item = by_reason(store, month)["signature_mismatch"]
+    (tmp_path / "home").mkdir(mode=0o755)
+    os.chmod(tmp_path / "home", 0o755)
+    previous = os.umask(0o002)  # a permissive umask: what is made is 0700 all the same
+    try:
+        shown = show(store, month, item.sequence, tmp_path / "home" / "review" / "a" / "307")
+    finally:
+        os.umask(previous)
+    assert shown.evidence == tmp_path / "home" / "review" / "a" / "307" / "evidence.bin"
+    for made in ("review", "review/a", "review/a/307"):
+        assert stat.S_IMODE((tmp_path / "home" / made).stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "home").stat().st_mode) == 0o755
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(ReviewError) as blocked:
+        show(store, month, item.sequence, tmp_path / "file" / "look")
+    assert blocked.value.code == "bad_input" and "cannot make" in blocked.value.message
+
+
 def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(monthly, clock):
     store, month = monthly
     before = current(store, month)
@@ -175,7 +198,8 @@ def test_a_decision_on_a_revision_that_changed_meanwhile_is_refused(monthly, clo
 @pytest.mark.parametrize(
     ("reviewer", "note", "decision"),
     [("../etc", "", "reject"), ("", "", "reject"), ("bo", "x" * 501, "reject"),
-     ("bo", "", "maybe")],
+     ("bo", "", "maybe"), ("bo", "cut\noff", "reject"), ("bo", "\u202eok", "reject"),
+     ("ana lopez", "", "reject")],
 )  # fmt: skip
 def test_bad_input_is_refused_before_anything_is_read(tmp_path, clock, reviewer, note, decision):
     store = LocalStore(tmp_path / "store")
@@ -185,6 +209,17 @@ def test_bad_input_is_refused_before_anything_is_read(tmp_path, clock, reviewer,
     with pytest.raises(ReviewError) as unknown:
         decide(store, clock.month(-1), 1, "reject", "bo", "", clock.now)
     assert unknown.value.code == "unknown_month"
+
+
+def test_a_reviewer_named_in_another_script_is_recorded_composed(monthly, clock):
+    store, month = monthly
+    item = by_reason(store, month)["truncated"]
+    done = decide(store, month, item.sequence, "reject", "jose\u0301", "cut off", clock.now)
+    assert done.reviewer == "jos\u00e9"
+    assert occurrence(current(store, month), item.sequence).review.reviewer == "jos\u00e9"
+    assert events(store)[0]["reviewer"] == "jos\u00e9"
+    again = decide(store, month, item.sequence, "reject", "李雷", "", clock.now)
+    assert not again.changed  # already rejected, whoever asks again
 
 
 def test_every_decision_is_an_audit_event_without_image_bytes(monthly, clock):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model.clock import iso
@@ -76,3 +77,25 @@ def test_the_sensor_warns_once_an_item_is_undecided_past_the_deadline(
     ) as context:
         (event,) = quarantine_review_sensor(context).asset_events
     assert event.passed and event.metadata["decided"].value == 2
+
+
+@pytest.mark.parametrize(
+    ("month", "decision", "said"),
+    [("2026-1", "reject", "refused (bad_input): month must look like YYYY-MM, got '2026-1'"),
+     ("2026-10", "maybe", "refused (bad_input): decision 'maybe' is not accept or reject"),
+     ("2026-10", "reject", "refused (unknown_month): nothing is archived for 2026-10")],
+)  # fmt: skip
+def test_a_refused_decision_fails_with_one_line_and_its_facts_as_metadata(
+    instance, resources, month, decision, said
+):
+    result = review(instance, resources, month=month, sequence=157, decision=decision,
+                    reviewer="josé", note="cut off")  # fmt: skip
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    data = failure.step_failure_data
+    assert data.user_failure_data.description == said and "\n" not in said
+    facts = {k: v.value for k, v in data.user_failure_data.metadata.items()}
+    assert facts == {"code": said[9:].split(")")[0], "month": month, "sequence": 157}
+    # the one line is the error's whole message: no ReviewError chained under it
+    assert data.error.message.rstrip("\n").endswith(f"Failure: {said}")
+    assert data.error.cause is None and data.error.context is None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from report_pipeline.core.archive.manifest import quarantine_reasons
-from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.model import keys
+from report_pipeline.core.model.records import ChildRecord, Manifest, Review
 from report_pipeline.core.model.wording import plural
 
 
 def summary(manifest: Manifest, location: str | None = None) -> str:
-    """Counts, quarantine reasons and the first-attempt share; `location` is where the manifest
-    is kept (a path or an s3:// URL), left out when None."""
+    """Counts, quarantine reasons, review decisions (only when there are any) and the
+    first-attempt share; `location` is where the manifest is kept (a path or an s3:// URL), left
+    out when None."""
     counts = manifest.counts
     reasons = sorted(quarantine_reasons(manifest).items())
     lines = [
@@ -21,6 +23,7 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
         f"  duplicate occurrences {counts.duplicate_occurrences}",
         f"  quarantined           {counts.quarantined}",
         *(f"    {n} x {reason}" for reason, n in reasons),
+        *reviewed(manifest),
         f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% "
         "settled, no retry",
     ]
@@ -47,8 +50,48 @@ def page_occurrences(manifest: Manifest, page: int) -> str:
         lines += [
             f"  #{c.sequence}  {c.origin}  {c.state}"
             + (f" ({why})" if c.quarantine_reason else ""),
-            f"      {c.format or c.declared_type}  {c.width}x{c.height}  {c.bytes:,} bytes"
+            f"      {c.format or c.declared_type}  {c.width}x{c.height}  {_size(c)}"
             f"  sha256 {c.content_hash or '-'}",
             f"      {c.object_key or '-'}",
+            *([f"      reviewed: {_decision(c.review)}"] if c.review else []),
         ]
     return "\n".join(lines)
+
+
+def reviewed(manifest: Manifest) -> list[str]:
+    """A `reviewed` section: one line per decision (an object drawn on several pages is decided
+    once), who took it, when, and the note; no lines when nothing was decided."""
+    decided: dict[Review, list[ChildRecord]] = {}
+    for child in manifest.children:
+        if child.review is not None:
+            decided.setdefault(child.review, []).append(child)
+    if not decided:
+        return []
+    lines = [f"  reviewed              {plural(len(decided), 'decision')}"]
+    for review, children in decided.items():
+        first, pages = children[0], sorted({c.page for c in children})
+        where = f"page {pages[0]}" if len(pages) == 1 else f"pages {','.join(map(str, pages))}"
+        reason = f"{first.quarantine_reason}  " if first.quarantine_reason else ""
+        lines.append(f"    #{first.sequence}  {where}  {reason}{_decision(review)}")
+    return lines
+
+
+def _decision(review: Review) -> str:
+    lifted = f", {review.lifted} lifted" if review.lifted else ""
+    note = f'  "{_printable(review.note)}"' if review.note else ""
+    return f"{review.decision} by {_printable(review.reviewer)} {review.decided_at}{lifted}{note}"
+
+
+def _size(child: ChildRecord) -> str:
+    """What is kept of it: a quarantined image's evidence is its raw stream, as the PDF held it."""
+    if child.state != "quarantined":
+        return f"{child.bytes:,} bytes"
+    if child.object_key and keys.parse_archive_key(child.object_key).kind == keys.QUARANTINE:
+        return f"evidence {child.stream_bytes:,} bytes"
+    return "no evidence kept"
+
+
+def _printable(text: str) -> str:
+    """`text` with what a terminal would act on (escapes, line breaks, bidi overrides) spelled
+    out: notes recorded before notes were checked may hold them."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -33,9 +32,9 @@ from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.review import confined
 from report_pipeline.core.review.queue import Item, ReviewError, find, month_now
+from report_pipeline.core.review.request import DECISIONS, check_request
 from report_pipeline.core.storage.store import MissingObject, Store
 
-DECISIONS = {"accept": "accepted", "reject": "rejected"}
 # The checks an accept may lift: the quarantine reason -> what is lifted (up to the ceilings)
 LIFTABLE = {
     "pixel_cap_exceeded": "pixel cap",
@@ -43,7 +42,6 @@ LIFTABLE = {
     "signature_mismatch": "signature check",
     "dimension_mismatch": "declared-size check",
 }
-REVIEWER = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}\Z")
 
 
 @dataclass(frozen=True)
@@ -59,24 +57,13 @@ class Decided:
     manifest: Manifest | None = None  # the month's manifest now (the new revision's)
 
 
-def check_request(decision: str, reviewer: str, note: str, settings: ReviewSettings) -> None:
-    if decision not in DECISIONS:
-        raise ReviewError("bad_input", f"decision {decision!r} is not accept or reject")
-    if not REVIEWER.match(reviewer):
-        raise ReviewError("bad_input", "reviewer must be a plain identifier: a letter, then up "
-                          "to 63 letters, digits, '.', '_' or '-'")  # fmt: skip
-    if len(note) > settings.note_chars:
-        raise ReviewError("bad_input", f"note is {len(note)} characters; at most "
-                          f"{settings.note_chars}")  # fmt: skip
-
-
 def decide(
     store: Store, month: str, sequence: int, decision: str, reviewer: str, note: str,
     now: datetime, review: ReviewSettings | None = None, decode: DecodeSettings | None = None,
     expected_revision: str = "",
 ) -> Decided:  # fmt: skip
     review, decode = review or ReviewSettings(), decode or DecodeSettings()
-    check_request(decision, reviewer, note, review)
+    reviewer = check_request(month, decision, reviewer, note, review)  # as recorded (NFC)
     found = month_now(store, month)
     manifest = found.manifest
     assert manifest is not None

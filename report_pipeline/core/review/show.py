@@ -52,11 +52,32 @@ def show(
 
 
 def _private_folder(out: Path) -> Path:
-    """`out`, made now with mode 0700; an existing folder is used only when it is empty."""
+    """`out`, made now with mode 0700; an existing folder is used only when it is empty. Its
+    missing parents are made too, 0700 (the review's folders are nobody else's business)."""
+    _missing_parents(out.parent)
     try:
         os.mkdir(out, 0o700)
     except FileExistsError:
         if out.is_symlink() or not out.is_dir() or any(out.iterdir()):
             raise ReviewError("bad_input", f"{out} exists and is not an empty folder") from None
+    except OSError as error:
+        raise ReviewError("bad_input", f"cannot make {out}: {error.strerror}") from None
     os.chmod(out, 0o700)
     return out
+
+
+def _missing_parents(folder: Path) -> None:
+    """Make `folder` and the ancestors it lacks, each 0700 whatever the umask; a folder that
+    exists (or appears meanwhile) keeps its mode."""
+    missing = []
+    while not folder.exists() and not folder.is_symlink():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise ReviewError("bad_input", f"cannot make {path}: {error.strerror}") from None
+        os.chmod(path, 0o700)  # the umask may have narrowed it, never widened it: exactly 0700

@@ -28,8 +28,8 @@ class ReviewDecision(dg.Config):
     month: str = Field(description="the month, YYYY-MM")
     sequence: int = Field(description="the image's sequence, from `quarantine list`")
     decision: str = Field(description="accept or reject")
-    reviewer: str = Field(description="who decides: a plain identifier")
-    note: str = Field("", description="why (at most 500 characters)")
+    reviewer: str = Field(description="who decides: a name, any script, no spaces")
+    note: str = Field("", description="why: one line, at most 500 characters")
     revision: str = Field("", description="the revision listed; refused if it changed since")
 
 
@@ -45,8 +45,7 @@ def decide_quarantined_image(
             config.note, now, worker.review, worker.decode, config.revision,
         )  # fmt: skip
     except ReviewError as refused:
-        raise dg.Failure(f"refused ({refused.code}): {refused.message}",
-                         metadata={"refusal": refused.code}) from None  # fmt: skip
+        raise refusal(refused, config) from None  # the ReviewError is not chained under it
     summary = {"decision": done.decision, "revision": done.revision, "changed": done.changed,
                "previous_revision": done.previous_revision, "sequence": done.sequence,
                "reason": done.reason}  # fmt: skip
@@ -68,6 +67,16 @@ def decide_quarantined_image(
             context.log_event(check_evaluation(outcome, config.month))
     if done.decision == "accept_failed":
         raise dg.Failure(f"still quarantined: {done.reason}", metadata=summary)
+
+
+def refusal(refused: ReviewError, config: ReviewDecision) -> dg.Failure:
+    """A decision the review refuses, as the Launchpad user reads it: one line (what the shell
+    prints) and its facts as metadata. Not retried: the same request is refused again."""
+    return dg.Failure(
+        description=f"refused ({refused.code}): {refused.message}",
+        metadata={"code": refused.code, "month": config.month, "sequence": config.sequence},
+        allow_retries=False,
+    )
 
 
 @dg.job(description="One quarantine decision from the Launchpad: month, sequence, accept or "
