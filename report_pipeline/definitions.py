@@ -14,6 +14,7 @@ from report_pipeline.defs.deployment.deployment import (
     resources_for,
 )
 from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.current_revision import current_revision_sensor
 from report_pipeline.defs.reports.dead_runs import dead_run_sensor
 from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.manifest_table import manifest_table, manifest_table_sensor
@@ -41,6 +42,7 @@ def build_defs(deployment_name: str) -> dg.Definitions:
             dead_run_sensor,
             manifest_table_sensor,
             quarantine_review_sensor,
+            current_revision_sensor,
         ],  # fmt: skip
         resources=resources_for(deployment_name, executor),
         executor=executor_for(executor),

@@ -29,6 +29,7 @@ import dagster as dg
 from report_pipeline.core.model.settings import TaskSizing
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.extractor import extractor_version
 from report_pipeline.defs.deployment.io_manager import LocalIOManager
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
@@ -127,6 +128,7 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     sizing = TaskSizing.for_executor(executor)
     settings = WorkerResource(
         work_root=root(WORK_ENV),
+        extractor_version=extractor_version(),
         target_task_units=sizing.target_units,
         decoders=decoders_for(executor),
     )

@@ -23,6 +23,7 @@ from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import LocalInboxSource, ReportSource
 from report_pipeline.core.model.settings import (
+    EXTRACTOR_VERSION,
     DecodeSettings,
     Limits,
     RetentionPolicy,
@@ -135,6 +136,9 @@ class WorkerResource(dg.ConfigurableResource):
     review_max_image_side: int = ReviewSettings.max_image_side
     # days a rejected image's evidence is kept after the decision (0: the archive clock)
     review_rejected_evidence_days: int = ReviewSettings.rejected_evidence_days
+    # the version runs extract with (deployment: defs/deployment/extractor.py, the same as the
+    # assets' code_version); a new version re-extracts a month into a revision that replaces it
+    extractor_version: str = EXTRACTOR_VERSION
 
     def settings(self) -> WorkerSettings:
         limits = Limits(
@@ -157,4 +161,4 @@ class WorkerResource(dg.ConfigurableResource):
             max_image_side=self.review_max_image_side,
             rejected_evidence_days=self.review_rejected_evidence_days,
         )  # fmt: skip
-        return WorkerSettings(root, limits, retention, decode=decode, review=review)
+        return WorkerSettings(root, limits, retention, self.extractor_version, decode, review)

@@ -1,5 +1,6 @@
 import dagster as dg
 
+from report_pipeline.defs.deployment.extractor import extractor_version
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS
 from report_pipeline.defs.reports.ops import (
@@ -15,13 +16,16 @@ from report_pipeline.defs.reports.ops import (
     group_name="reports",
     kinds={"pdf", "png"},
     check_specs=MONTH_CHECK_SPECS,
+    code_version=extractor_version(),  # months archived by an older extractor show as changed
 )
 def report_manifest():
     """The month's report as a private, validated image archive plus a manifest that accounts
     for every page and image occurrence (archived, or quarantined with a reason). The value is a
     small `PublishedManifest` (ids, state, counts); the manifest itself lives in the store at
     `manifest_key`. Its per-month checks (defs/reports/month_checks.py) are evaluated by
-    `publish_manifest` on this revision."""
+    `publish_manifest` on this revision. The month keeps one current revision: a corrected
+    report or a newer extractor (the code version) replaces it; a review decision taken
+    elsewhere shows here within a minute (current_revision_sensor)."""
     staged, tasks = stage_report()
     archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))
     published, *results = publish_manifest(staged, archived.collect())

@@ -13,9 +13,11 @@ or backfill of `report_manifest` alone.
 
 import dagster as dg
 
+from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import StoreResource
 from report_pipeline.defs.reports.assets import report_manifest
@@ -45,18 +47,12 @@ FOLLOWS_REPORT_MANIFEST = (
 ).with_label("after each report_manifest update")
 
 
-def _manifest_key(context: dg.AssetExecutionContext) -> str:
-    """The manifest of this partition's latest materialization of report_manifest."""
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(
-            asset_key=report_manifest.key, asset_partitions=[context.partition_key]
-        ),
-        limit=1,
-    ).records
-    if not records:
-        raise dg.Failure(f"report_manifest has no materialization for {context.partition_key}")
-    metadata = records[0].asset_materialization.metadata
-    return metadata["manifest_key"].value
+def _manifest_key(context: dg.AssetExecutionContext, store: Store) -> str:
+    """The manifest of the month's current revision (the one truth: core/model/current.py)."""
+    found = latest_archived(store, context.partition_key)
+    if found is None:
+        raise dg.Failure(f"nothing is archived for {context.partition_key}")
+    return found[0]
 
 
 def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
@@ -85,15 +81,14 @@ def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
     automation_condition=FOLLOWS_REPORT_MANIFEST,
 )
 def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
-    """One row per image occurrence of the month's revision: page, origin, state, quarantine
+    """One row per image occurrence of the month's current revision: page, origin, state, quarantine
     reason, content hash, size (width x height), format and bytes. Written once per revision
     (a rerun of an unchanged report finds it and writes nothing); the rows are shown in the
     metadata's `images` table."""
-    manifest_key = _manifest_key(context)
 
     def work() -> tuple[Manifest | None, str, bool]:
         backend = store.get_store()
-        manifest = store_json.read_manifest(backend, manifest_key)
+        manifest = store_json.read_manifest(backend, _manifest_key(context, backend))
         if manifest is None:
             return None, "", False
         return manifest, *write_table(backend, manifest)

@@ -99,10 +99,28 @@ def page_summary(manifest: Manifest) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(rows, schema)
 
 
+def source_metadata(manifest: Manifest) -> dict[str, Any]:
+    """Which file of the month folder the revision was made from, and what it superseded."""
+    source = manifest.source_file
+    if source is None:  # archived before revisions recorded it, or outside intake (preview)
+        return {"report_file": "(not recorded)", "report_sha256": manifest.source_hash}
+    return {
+        "report_file": source.name,
+        "report_source": source.source,
+        "report_bytes": source.bytes,
+        "report_sha256": source.sha256,
+        "report_pages": source.pages,
+        "report_arrived_at": source.arrived_at or "(before arrivals were recorded)",
+        "superseded_files": ", ".join(source.superseded) or "(none)",
+    }
+
+
 def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, Any]:
     metrics = manifest.metrics
     return {
         "state": manifest.state,
+        "extractor_version": manifest.extractor_version,
+        **source_metadata(manifest),
         "repaired": manifest.repaired,
         "encrypted": bool(manifest.encrypted),
         "permissions": ", ".join(manifest.permissions or ()),

@@ -14,6 +14,7 @@ from report_pipeline.core.intake.submission import (
     revision_tags,
 )
 from report_pipeline.core.model.clock import utc_now
+from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.messages import (
     ArchivedTask,
     ExtractedTask,
@@ -218,14 +219,21 @@ def publish_manifest(
     manifest, reused = guarded(
         context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
     )
-    published = PublishedManifest.of(manifest, staged.ref.manifest_key)
+    key = manifest_key(manifest.report_id, manifest.parent_revision)  # the month's revision
+    if manifest.parent_revision != staged.ref.revision and not reused:
+        context.log.warning(
+            f"revision {staged.ref.revision} did not become the month's: {manifest.month} "
+            f"holds revision {manifest.parent_revision}, of a report that arrived later (or a "
+            "newer extractor); it was superseded at once"
+        )
+    published = PublishedManifest.of(manifest, key)
     results = guarded(
         context,
         lambda: list(
             month_check_results(store.get_store(), manifest, checks.thresholds(), utc_now())
         ),
     )
-    metadata = manifest_metadata(manifest, staged.ref.manifest_key, reused)
+    metadata = manifest_metadata(manifest, key, reused)
     yield dg.Output(
         published, "result", metadata={**metadata, "tasks_completed_here": len(completed)}
     )

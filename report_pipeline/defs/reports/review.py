@@ -10,13 +10,13 @@ from pydantic import Field
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks import month_checks
-from report_pipeline.core.model.keys import manifest_table_key
+from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.review.decide import decide
 from report_pipeline.core.review.queue import ReviewError, archived_months
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.clock import ClockResource
 from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
-from report_pipeline.defs.reports.manifest_table import table_metadata
+from report_pipeline.defs.reports.current_revision import month_events
 from report_pipeline.defs.reports.month_checks import ASSET, check_evaluation
 
 REVIEW_CHECK = "quarantine_reviewed"
@@ -50,21 +50,17 @@ def decide_quarantined_image(
                "previous_revision": done.previous_revision, "sequence": done.sequence,
                "reason": done.reason}  # fmt: skip
     context.log.info(f"image {done.sequence} of {config.month}: {json.dumps(summary)}")
-    context.log_event(dg.AssetObservation(
-        asset_key=ASSET, partition=config.month, metadata=summary,
-        description=f"quarantine review: image {done.sequence} {done.decision}",
-    ))  # fmt: skip
     manifest = done.manifest  # the month's revision now
-    if manifest is not None and done.changed:  # the new revision's table (written by decide)
-        key = manifest_table_key(manifest.report_id, manifest.parent_revision)
-        context.log_event(dg.AssetMaterialization(
-            asset_key="manifest_table", partition=config.month,
-            metadata=table_metadata(manifest, key, True),
-            description=f"revision {manifest.parent_revision}: a quarantine review's decision",
+    if manifest is not None and done.changed:  # both assets now show the new revision
+        key = manifest_key(manifest.report_id, manifest.parent_revision)
+        why = f"image {done.sequence} {done.decision} by {config.reviewer}"
+        for event in month_events(backend, manifest, key, checks.thresholds(), now, why):
+            context.log_event(event)
+    else:  # nothing changed: the decision's outcome, on the month's partition
+        context.log_event(dg.AssetObservation(
+            asset_key=ASSET, partition=config.month, metadata=summary,
+            description=f"quarantine review: image {done.sequence} {done.decision}",
         ))  # fmt: skip
-    if manifest is not None:  # the new revision's checks, on the month's partition
-        for outcome in month_checks.month_outcomes(backend, manifest, checks.thresholds(), now):
-            context.log_event(check_evaluation(outcome, config.month))
     if done.decision == "accept_failed":
         raise dg.Failure(f"still quarantined: {done.reason}", metadata=summary)
 
