@@ -185,12 +185,15 @@ def _show(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from report_pipeline.core.archive.months import latest_archived
-    from report_pipeline.core.archive.summary import page_counts, page_occurrences
-    from report_pipeline.core.model.store_json import child_to_json
+    from report_pipeline.core.archive.summary import page_counts, page_occurrences, provenance
+    from report_pipeline.core.model import current as month_record
+    from report_pipeline.core.model.store_json import child_to_json, record_to_dict
     from report_pipeline.defs.deployment.deployment import deployment, resources_for
 
     with dg.build_resources({"store": resources_for(deployment())["store"]}) as built:
-        found = latest_archived(built.store.get_store(), args.month)
+        store = built.store.get_store()
+        found = latest_archived(store, args.month)
+        chain = month_record.history(store, args.month) if found else []
     if found is None:
         _say(args, EXIT_NOT_ARCHIVED, f"nothing archived for {args.month}", status="missing")
         return EXIT_NOT_ARCHIVED
@@ -199,11 +202,17 @@ def _show(args: argparse.Namespace) -> int:
         if args.json:
             month = {"manifest_key": key, "report_id": manifest.report_id,
                      "revision": manifest.parent_revision, "state": manifest.state,
+                     "extractor_version": manifest.extractor_version,
+                     "archive_delete_by": manifest.deadlines.archive_delete_by,
+                     "report_file": record_to_dict(manifest.source_file),
+                     "revisions": [record_to_dict(head) for head in chain],
                      "counts": asdict(manifest.counts),
                      "pages": [asdict(p) for p in manifest.pages]}  # fmt: skip
             print(json.dumps(month, indent=1))
         else:
-            print(summary(manifest, key) + "\n" + page_counts(manifest))
+            print(
+                f"{summary(manifest, key)}\n{provenance(manifest, chain)}\n{page_counts(manifest)}"
+            )
         return 0
     if args.page not in {p.page for p in manifest.pages}:
         _say(args, EXIT_NO_PAGE, f"{args.month}'s report has no page {args.page}", status="missing")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from report_pipeline.core.archive.manifest import quarantine_reasons
 from report_pipeline.core.model import keys
+from report_pipeline.core.model.current import MonthHead
 from report_pipeline.core.model.records import ChildRecord, Manifest, Review
 from report_pipeline.core.model.wording import plural
 
@@ -29,6 +30,30 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
     ]
     if location is not None:
         lines.append(f"  manifest              {location}")
+    return "\n".join(lines)
+
+
+def provenance(manifest: Manifest, chain: list[MonthHead]) -> str:
+    """Which file the revision was made from, what it superseded, its extractor, the month's
+    archive deadline and the revisions the month went through (`show`)."""
+    source = manifest.source_file
+    deadline = manifest.deadlines.archive_delete_by
+    lines = [f"  extractor version     {manifest.extractor_version}",
+             f"  archive deadline      {deadline} (the month's)"]  # fmt: skip
+    if source is None:
+        lines.insert(0, f"  report file           (not recorded)  sha256 {manifest.source_hash}")
+    else:
+        lines[:0] = [
+            f"  report file           {source.name} ({source.source}), {source.bytes:,} bytes, "
+            f"{plural(source.pages, 'page')}, sha256 {source.sha256}",
+            f"  arrived               {source.arrived_at or '(before arrivals were recorded)'}",
+            f"  superseded files      {', '.join(source.superseded) or '(none)'}",
+        ]
+    for head in chain:
+        was = f" (replaced {head.previous})" if head.previous else ""
+        lines.append(f"    revision {head.revision}  {head.cause:<12} {head.at}{was}")
+    if chain:
+        lines.insert(len(lines) - len(chain), f"  revisions             {len(chain)}, newest last")
     return "\n".join(lines)
 
 
