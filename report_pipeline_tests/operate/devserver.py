@@ -57,20 +57,26 @@ class DevServer(LiveDagster):
 
 @contextmanager
 def make_dev(
-    root: Path, report: str | None = "repeated_image.pdf", sigint: object = signal.SIG_DFL
+    root: Path,
+    report: str | None = "repeated_image.pdf",
+    sigint: object = signal.SIG_DFL,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[DevServer]:
     """`make dev` as a user runs it, in its own session, with `report` (a fixture) in the inbox's
     2026-10 folder, or an empty inbox; its whole group is killed at the end. `sigint` is the
     SIGINT disposition it starts with: a terminal's default, or ignored (`signal.SIG_IGN`) as by
-    a script's `setsid make dev &` (whatever the test process itself was started with)."""
+    a script's `setsid make dev &` (whatever the test process itself was started with).
+    A `root` used before is used again as it is (a restart: same instance, inbox and store);
+    `extra_env` is added to the environment it starts with."""
     home, port = root / "home", free_port()
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    (root / "inbox").mkdir(parents=True)
+    (root / "inbox").mkdir(parents=True, exist_ok=True)
     if report:
         place(root, report, "2026-10", report)
-    env = {**os.environ, **{f"REPORT_PIPELINE_{name.upper()}": str(root / name)
-                            for name in ("inbox", "store", "work")}}  # fmt: skip
+    roots = {f"REPORT_PIPELINE_{name.upper()}": str(root / name)
+             for name in ("inbox", "store", "work")}  # fmt: skip
+    env = {**os.environ, **roots, **(extra_env or {})}
     command = ["make", "--no-print-directory", "dev", f"DAGSTER_HOME={home}",
                f"DEV_FLAGS=-h 127.0.0.1 -p {port}"]  # fmt: skip
     with open(root / "dev.log", "wb") as log:
