@@ -196,3 +196,12 @@ def month_now_stub(clock) -> Manifest:
 
     ref = RevisionRef("inbox-x", MONTH, "a", "4", "r")
     return build_manifest(ref, {1: 0}, [], deadlines_for(clock.now, RetentionPolicy()), "1")
+
+
+def test_a_decision_on_a_month_archived_before_records_adopts_it_first(store, tmp_path, clock):
+    run(store, fixture_pdf("truncated_jpeg.pdf"), tmp_path)
+    store.delete_many([o.key for o in store.list(keys.MONTHS)])  # as an older version left it
+    (item,) = pending(store, [MONTH])
+    done = decide(store, MONTH, item.sequence, "reject", "ana", "", clock.now)
+    assert [h.cause for h in month_record.history(store, MONTH)] == ["adopted", "review"]
+    assert month_now(store).parent_revision == done.revision
