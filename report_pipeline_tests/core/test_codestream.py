@@ -7,6 +7,7 @@ import zlib
 import pytest
 from PIL import Image
 
+from fixtures import _colour
 from fixtures import _encoders as enc
 from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.worker import codestream, prefix, validation
@@ -203,3 +204,29 @@ def test_ccitt_parameters_that_contradict_the_dictionary_or_the_caps_stop_the_im
 def test_ccitt_size_defaults_to_1728_columns_and_an_open_height():
     assert validation.fax_size("") == (1728, None)
     assert validation.fax_size("<</K -1/Columns 64/Rows 48>>") == (64, 48)
+
+
+def test_a_jpeg_states_its_precision_and_components_in_its_frame_header():
+    gray = io.BytesIO()
+    Image.new("L", (8, 8)).save(gray, "JPEG")
+    assert codestream.jpeg_frame(jpeg()) == (8, 3)
+    assert codestream.jpeg_frame(gray.getvalue()) == (8, 1)
+    assert codestream.jpeg_frame(_colour.twelve_bit(gray.getvalue())) == (12, 1)
+
+
+@pytest.mark.parametrize("options", [{}, {"progressive": True}, {"quality": 100}])
+def test_a_whole_jpeg_reaches_its_eoi_and_a_cut_one_does_not(options):
+    data = jpeg(300, 200, **options)
+    assert codestream.jpeg_reaches_eoi(data)
+    assert codestream.jpeg_reaches_eoi(data + b"\r\n")  # what may follow it in a PDF stream
+    assert not codestream.jpeg_reaches_eoi(data[: len(data) * 2 // 3])
+    assert not codestream.jpeg_reaches_eoi(data[:-1])
+
+
+def test_an_eoi_inside_a_segment_is_not_the_streams():
+    thumbnail = b"\xff\xd8" + b"\x00" * 8 + b"\xff\xd9"  # an EXIF thumbnail's own EOI
+    app1 = b"\xff\xe1" + struct.pack(">H", len(thumbnail) + 2) + thumbnail
+    data = jpeg()
+    cut = data[:2] + app1 + data[2 : len(data) // 2]
+    assert not codestream.jpeg_reaches_eoi(cut)
+    assert codestream.jpeg_reaches_eoi(data[:2] + app1 + data[2:])

@@ -9,7 +9,7 @@ revision's manifest.json, and the same manifest once the long clock made it a to
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from report_pipeline.core.worker.decoder import crash_outcome
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
 
 STORED = Path(__file__).parent / "stored_v1"
+WHERE = {"page": 1, "index": 0, "origin": "xobject", "xref": 9, "width": 2, "height": 3}
 
 
 def stored(name: str) -> bytes:
@@ -129,7 +130,17 @@ def test_the_pipeline_writes_the_schema_1_shape_plus_md5s_and_the_sources_facts(
 def test_records_become_what_asdict_makes_of_them():
     """record_to_dict is a faster dataclasses.asdict: the same dicts, tuples and values."""
     manifest = store_json.loads(stored("tombstone.json"))  # nested records: counts, deleted, ...
-    where = {"page": 1, "index": 0, "origin": "xobject", "xref": 9, "width": 2, "height": 3}
-    outcome = crash_outcome(where, "decoder_crashed", "the decoder died with signal 9").outcome
+    outcome = crash_outcome(WHERE, "decoder_crashed", "the decoder died with signal 9").outcome
     for item in [manifest, *manifest.children, outcome]:
         assert store_json.record_to_dict(item) == asdict(item)
+
+
+def test_notes_are_written_only_when_a_child_has_some_and_read_back():
+    manifest = store_json.loads(stored("manifest.json"))
+    noted = replace(manifest.children[0], notes="embedded ICC profile dropped: 12 bytes ...")
+    assert "notes" not in store_json.child_to_json(manifest.children[1])
+    assert store_json.child_from_json(store_json.child_to_json(noted)) == noted
+    outcome = OutcomeRecord(crash_outcome(WHERE, "decoder_crashed", "").outcome, None, "lease")
+    assert "notes" not in store_json.outcome_to_json(outcome)
+    with_notes = replace(outcome, outcome=replace(outcome.outcome, notes="dropped"))
+    assert store_json.outcome_from_json(store_json.outcome_to_json(with_notes)) == with_notes

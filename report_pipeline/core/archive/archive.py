@@ -52,6 +52,7 @@ def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None)
         origin=outcome.origin,
         xref=outcome.xref,
         md5=record.md5 if key else None,  # of the object's bytes, at upload
+        notes=outcome.notes,
     )
 
 

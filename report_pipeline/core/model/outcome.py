@@ -28,3 +28,6 @@ class ImageOutcome:
     finished_at: str
     origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
     xref: int = 0  # the image's PDF object number; 0 for an inline image
+    # what the archived file leaves out of the source and why (an embedded ICC profile dropped
+    # or not applied, core/worker/icc.py); "" when nothing
+    notes: str = ""

@@ -17,7 +17,8 @@ from report_pipeline.core.model.outcome import ImageOutcome
 # What is written. 2: each child with an object records its MD5 (`md5`). 3: what intake found
 # about the PDF itself (`encrypted`, `permissions`, `shared_page_nodes`). 4: which file the
 # revision was made from (`source_file`), and on a superseded revision its successor
-# (`superseded_by`); a decision names the evidence it was taken on (`review.evidence`).
+# (`superseded_by`); a decision names the evidence it was taken on (`review.evidence`); a child
+# says what its archived file leaves out of the source (`notes`, left out when there is nothing).
 SCHEMA_VERSION = 4
 READABLE_SCHEMAS = (1, 2, 3, 4)  # 1: without `md5`; such archives are checked by re-hashing
 
@@ -67,6 +68,9 @@ class ChildRecord:
     # A reviewer's decision on a quarantined image (core/review/; None: undecided, and then left
     # out of the JSON): accepted (archived now) or rejected (still quarantined)
     review: Review | None = None
+    # what the archived file leaves out of the source and why, e.g. an embedded ICC profile
+    # dropped over its cap ("": nothing, and then left out of the JSON, as before it was kept)
+    notes: str = ""
 
 
 @dataclass(frozen=True)

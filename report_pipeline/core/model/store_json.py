@@ -4,7 +4,8 @@
 and `manifest.json` are read and written here and nowhere else (`plan.json`: plan.py).
 Manifests are written as schema 4: schema 1 key for key, plus `md5` on each child that has an
 object (left out when there is none, so a schema 1 manifest, read and written back, keeps its
-bytes), and the optional keys of schemas 3 and 4 (left out when absent); all still read.
+bytes), a child's `notes` and `review` (left out when empty), and the optional keys of schemas 3
+and 4 (left out when absent); all still read.
 `outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
 image) is refused: its task must be extracted again.
 """
@@ -65,9 +66,13 @@ def record_to_dict(value: Any) -> Any:
 
 
 def outcome_to_json(record: OutcomeRecord) -> dict[str, Any]:
-    """One flat object: the outcome's fields, then `object_key`, `md5` and `lease`."""
+    """One flat object: the outcome's fields (`notes` only when there are some), then
+    `object_key`, `md5` and `lease`."""
     extra = {"object_key": record.object_key, "md5": record.md5, "lease": record.lease}
-    return {**record_to_dict(record.outcome), **extra}
+    outcome = record_to_dict(record.outcome)
+    if not outcome["notes"]:
+        del outcome["notes"]  # nothing left out: as outcomes from before notes were kept
+    return {**outcome, **extra}
 
 
 def outcome_from_json(data: dict[str, Any]) -> OutcomeRecord:
@@ -90,6 +95,8 @@ def _without_absent_md5(data: dict[str, Any]) -> dict[str, Any]:
         del data["md5"]  # no object, or a schema 1 record
     if data.get("review", 0) is None:
         del data["review"]  # undecided: as manifests without reviews wrote it
+    if data.get("notes") == "":
+        del data["notes"]  # nothing left out: as manifests from before notes wrote it
     return data
 
 

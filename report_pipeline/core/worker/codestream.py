@@ -3,7 +3,8 @@
 Pure Python, no decoding: signatures are checked by structure where the format has an exact one
 (zlib header, JPEG SOI, J2K SOC+SIZ or the JP2 signature box, a JBIG2 segment header, the
 ASCIIHex/ASCII85 alphabets); sizes come from JPEG SOFn, JPX SIZ and the JBIG2 page information
-segment. Short input raises Quarantined("truncated"), nonsense raises Quarantined("undecodable").
+segment; a JPEG's precision and components from its SOFn, and whether it reaches its EOI marker.
+Short input raises Quarantined("truncated"), nonsense raises Quarantined("undecodable").
 """
 
 from __future__ import annotations
@@ -80,6 +81,38 @@ def sniff(codec: str, data: bytes) -> str | None:
 
 def jpeg_size(data: bytes) -> tuple[int, int]:
     """(width, height) from the first SOFn frame header; height 0 (defined by DNL) is kept."""
+    i = _jpeg_sof(data)
+    return _be(data, i + 5, 2, "JPEG SOF"), _be(data, i + 3, 2, "JPEG SOF")
+
+
+def jpeg_frame(data: bytes) -> tuple[int, int]:
+    """(sample precision in bits, colour components) from the first SOFn frame header."""
+    i = _jpeg_sof(data)
+    return _be(data, i + 2, 1, "JPEG SOF"), _be(data, i + 7, 1, "JPEG SOF")
+
+
+def jpeg_reaches_eoi(data: bytes) -> bool:
+    """Whether the JPEG goes on to its EOI marker: segments are skipped by their lengths (an
+    EXIF thumbnail's own EOI is not the stream's), scan data is searched for the next marker
+    (FF00 is a stuffed byte, RSTn belongs to the scan). Pure Python, one pass, no decoding."""
+    i = 2
+    while True:
+        i = data.find(b"\xff", i)
+        while 0 <= i < len(data) and data[i] == 0xFF:
+            i += 1  # a marker may be preceded by any number of fill bytes
+        if i < 0 or i >= len(data):
+            return False
+        marker, i = data[i], i + 1
+        if marker == 0xD9:
+            return True
+        if marker and marker not in _STANDALONE:
+            if i + 2 > len(data):
+                return False
+            i += int.from_bytes(data[i : i + 2], "big")  # the segment; an SOS's scan follows
+
+
+def _jpeg_sof(data: bytes) -> int:
+    """The offset of the first SOFn segment's length field."""
     i = 2
     while True:
         while i < len(data) and data[i] != 0xFF:  # libjpeg skips extraneous bytes too
@@ -94,7 +127,7 @@ def jpeg_size(data: bytes) -> tuple[int, int]:
             raise Quarantined("undecodable", "JPEG has no frame header (SOF) before its scan")
         length = _be(data, i, 2, "JPEG segment")
         if marker in _SOF:
-            return _be(data, i + 5, 2, "JPEG SOF"), _be(data, i + 3, 2, "JPEG SOF")
+            return i
         if length < 2:
             raise Quarantined("undecodable", f"JPEG segment length {length}")
         i += length

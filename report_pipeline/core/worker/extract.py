@@ -14,7 +14,7 @@ from PIL import Image
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import codestream, inline, normalize, validation
+from report_pipeline.core.worker import codestream, icc, inline, normalize, shortfall, validation
 from report_pipeline.core.worker.pdf_pages import (
     ImageRef,
     components_of,
@@ -25,7 +25,8 @@ from report_pipeline.core.worker.prefix import decode_prefix, parm
 from report_pipeline.core.worker.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
-_PLAIN_SPACES = {"/DeviceRGB", "/DeviceGray"}
+# the colour spaces Pillow's decode is drawn in as it is: only with the components it declares
+_PLAIN_SPACES = {("L", "/DeviceGray"), ("RGB", "/DeviceRGB")}
 # MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
 # libjpeg and zlib, inside MuPDF, say "insufficient memory".
 _ALLOCATION_FAILED = re.compile(
@@ -43,12 +44,13 @@ class Processed:
 
 
 def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> bool:
-    """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF."""
-    return (
-        image.mode in {"L", "RGB"}
-        and doc.xref_get_key(ref.xref, "ColorSpace")[1] in _PLAIN_SPACES
-        and doc.xref_get_key(ref.xref, "Decode")[0] == "null"
-    )
+    """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF, when
+    its codestream has the components its colour space declares. Otherwise the page draws what
+    MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
+    decodes it."""
+    space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
+    decode = doc.xref_get_key(ref.xref, "Decode")[0]
+    return (image.mode, space) in _PLAIN_SPACES and decode == "null"
 
 
 def _check_stream(
@@ -112,8 +114,11 @@ def _check_declared_size(doc: pymupdf.Document, xref: int) -> None:
             raise Quarantined("bad_dimensions", f"/{key} {written} is not an integer")
 
 
-def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Image | None:
-    """Decode with the strictest decoder for the codec; return the image if it is usable as is.
+def _strict_decode(
+    doc, ref: ImageRef, raw: bytes, limits: Limits
+) -> tuple[Image.Image | None, str]:
+    """Decode with the strictest decoder for the codec; return the image if it is usable as is,
+    and what became of an ICC profile its codestream embeds (icc.py).
 
     None leaves the image to MuPDF, also when Pillow rejects a JPEG/JPX that MuPDF may decode.
     """
@@ -122,16 +127,17 @@ def _strict_decode(doc, ref: ImageRef, raw: bytes, limits: Limits) -> Image.Imag
             image = validation.decode_file_image(raw, ref, limits)
         except Quarantined as bad:
             if bad.reason in _PILLOW_GAVE_UP:
-                return None
+                return None, ""
             raise
-        return normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
+        plain = normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
+        return plain, icc.profile_note(image)
     if ref.filters == ("FlateDecode",):
         components = components_of(doc, ref.xref)
         if components:
             predictor = parm(ref.parms[0] if ref.parms else "", "Predictor", 1)
             expected = validation.expected_flate_bytes(ref, components, predictor)
             validation.check_flate_complete(raw, expected)
-    return None
+    return None, ""
 
 
 def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None) -> Image.Image:
@@ -144,16 +150,36 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
     except Exception as exc:  # MuPDF reports bad streams with several exception types
         if _ALLOCATION_FAILED.search(str(exc)):  # its malloc under the decoder's RLIMIT_AS
             raise MemoryError("MuPDF could not allocate the image") from None
-        raise Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}") from None
-    warnings = pymupdf.TOOLS.mupdf_warnings().lower()
-    if any(word in warnings for word in _TRUNCATION_WORDS):
-        raise Quarantined("truncated", "MuPDF had to pad a short image stream")
+        failed = Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}")
+        raise _explained(doc, xref, ref, failed, "") from None
+    warnings = pymupdf.TOOLS.mupdf_warnings()
+    if any(word in warnings.lower() for word in _TRUNCATION_WORDS):
+        padded = Quarantined("truncated", "MuPDF had to pad a short image stream")
+        raise _explained(doc, xref, ref, padded, warnings)
     return image
+
+
+def _explained(
+    doc: pymupdf.Document, xref: int, ref: ImageRef | None, fallback: Quarantined, said: str
+) -> Quarantined:
+    """`fallback`, or the reason the image's JPEG gives for MuPDF's failure (shortfall.py)."""
+    if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
+        jpeg = inline.raw_bytes(ref) if inline.declared_type(ref) == "jpeg" else None
+        return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
+    filters, parms = filter_chain(doc, xref)
+    if not filters or filters[-1] != "DCTDecode":
+        return fallback
+    raw = doc.xref_stream_raw(xref)  # within the stream cap: checked before the decode
+    try:
+        jpeg, whole = decode_prefix(raw, filters[:-1], parms[:-1]) if filters[1:] else (raw, True)
+    except Quarantined:
+        return fallback
+    return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
 
 
 def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
     started = iso(utc_now())
-    raw, signature, evidence = b"", None, None
+    raw, signature, evidence, notes = b"", None, None, ""
     try:
         if ref.inline is not None:
             raw, signature = inline.precheck(ref, limits)
@@ -162,7 +188,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
         else:
             raw, signature = _precheck(doc, ref, limits)
             evidence = raw
-            image = _strict_decode(doc, ref, raw, limits) or _mupdf_decode(doc, ref.xref)
+            image, notes = _strict_decode(doc, ref, raw, limits)
+            image = image or _mupdf_decode(doc, ref.xref)
         if ref.smask:
             image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
         result = normalize.encode_png(image)
@@ -172,13 +199,13 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
         outcome = ImageOutcome(
             ref.page, ref.index, "quarantined", bad.reason, bad.detail,
             _declared(ref), signature, ref.width, ref.height, None, None, 0,
-            len(raw), started, iso(utc_now()),
+            len(raw), started, iso(utc_now()), notes=notes,
         )  # fmt: skip
         return Processed(outcome, evidence)
     outcome = ImageOutcome(
         ref.page, ref.index, "validated", None, None, _declared(ref), signature,
         result.width, result.height, result.mode, result.sha256, len(result.png), len(raw),
-        started, iso(utc_now()),
+        started, iso(utc_now()), notes=notes,
     )  # fmt: skip
     return Processed(outcome, result.png)
 

@@ -1,0 +1,56 @@
+"""Why MuPDF could not decode an image stream in full: the reason its quarantine gives.
+
+MuPDF pads whatever a decoder does not deliver ("padding truncated image"), so its warning alone
+would call every failure `truncated`. A JPEG's own structure tells more, without decoding it
+(codestream.py):
+- MuPDF's libjpeg reads 8-bit samples only: any other precision is `unsupported_precision`;
+- fewer components than the declared colour space takes leave MuPDF short of samples:
+  `colorspace_mismatch` (more components are read as the page draws them, and never padded);
+- a JPEG that reaches its EOI marker did not end early, so its data is at fault: `undecodable`,
+  with what libjpeg said.
+Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from report_pipeline.core.worker import codestream
+from report_pipeline.core.worker.quarantine import Quarantined
+
+_LIBJPEG_SAID = re.compile(r"jpeg error: ([^\n]{1,120})")
+
+
+def explain(
+    fallback: Quarantined, jpeg: bytes | None, whole: bool, declared: int | None, said: str
+) -> Quarantined:
+    """What to quarantine an image MuPDF padded (`fallback` is then `truncated`) or could not
+    decode at all (`undecodable`) for, when its JPEG says more than `fallback`.
+
+    `jpeg`: the stream's JPEG bytes when its last filter is DCTDecode (None otherwise), `whole`
+    when they are all of it (not a bounded prefix of a filter chain); `declared`: the components
+    of the declared colour space, None when unknown; `said`: MuPDF's warnings."""
+    if jpeg is None:
+        return fallback
+    try:
+        precision, components = codestream.jpeg_frame(jpeg)
+    except Quarantined:
+        return fallback  # no frame header: nothing to tell
+    if precision != 8:
+        return Quarantined(
+            "unsupported_precision",
+            f"a {precision}-bit JPEG: MuPDF decodes JPEG samples of 8 bits only",
+        )
+    if declared and components < declared:
+        return Quarantined(
+            "colorspace_mismatch",
+            f"the JPEG has {components} colour component{'s' * (components != 1)}, its "
+            f"declared colour space takes {declared}",
+        )
+    if fallback.reason == "truncated" and whole and codestream.jpeg_reaches_eoi(jpeg):
+        found = _LIBJPEG_SAID.search(said)
+        why = f": {found.group(1)}" if found else ""
+        return Quarantined(
+            "undecodable", f"the JPEG is complete (it reaches EOI) but does not decode{why}"
+        )
+    return fallback
