@@ -20,7 +20,7 @@ from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.records import Manifest, SourceFile
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import EXTRACTOR_VERSION, WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide
@@ -36,9 +36,12 @@ def month_now(store) -> Manifest:
 
 
 MONTH = Clock(utc_now()).month(-1)
+NEXT = str(int(EXTRACTOR_VERSION) + 1)  # an upgrade
 
 
-def run(store, pdf: Path, tmp_path: Path, version: str = "4", arrived: str = "") -> Manifest:
+def run(
+    store, pdf: Path, tmp_path: Path, version: str = EXTRACTOR_VERSION, arrived: str = ""
+) -> Manifest:
     """The core pipeline on `pdf` for MONTH, with intake's arrival when `arrived` is given."""
     settings = WorkerSettings(tmp_path / "work", extractor_version=version)
     staged, tasks = stage(store, pdf, "inbox", MONTH, 0, settings, "test")
@@ -129,13 +132,13 @@ def _manifests(store):
 def test_a_newer_extractor_replaces_the_revision_and_an_older_one_never_comes_back(store, tmp_path):
     pdf = fixture_pdf("truncated_jpeg.pdf")
     first = run(store, pdf, tmp_path)
-    upgraded = run(store, pdf, tmp_path, version="5")
-    assert month_now(store) == upgraded and upgraded.extractor_version == "5"
+    upgraded = run(store, pdf, tmp_path, version=NEXT)
+    assert month_now(store) == upgraded and upgraded.extractor_version == NEXT
     assert upgraded.deadlines.archive_delete_by == first.deadlines.archive_delete_by
     assert [h.cause for h in month_record.history(store, MONTH)] == ["archived", "reextraction"]
     live = [k for k in store.list(keys.ARCHIVE) if not k.key.endswith("manifest.json")]
     assert all(f"/{upgraded.parent_revision}/" in k.key for k in live)  # one copy of the month
-    again = run(store, pdf, tmp_path, version="4")  # a code location still on the old extractor
+    again = run(store, pdf, tmp_path)  # a code location still on the old extractor
     assert again == upgraded and month_now(store) == upgraded
     assert len(month_record.history(store, MONTH)) == 2
 

@@ -8,6 +8,7 @@ import dagster as dg
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model import current as month_record
+from report_pipeline.core.model.settings import EXTRACTOR_VERSION
 from report_pipeline.core.review.decide import decide
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
@@ -54,7 +55,8 @@ def test_a_decision_from_the_shell_reaches_both_assets_latest_materializations(
         instance.report_runless_asset_event(event)  # what the daemon does with them
     shown, table = latest(instance, report_manifest), latest(instance, manifest_table)
     assert shown["revision"] == table["revision"] == done.revision
-    assert shown["quarantined"] == 2 and shown["tags"]["dagster/code_version"] == "4"
+    assert shown["quarantined"] == 2
+    assert shown["tags"]["dagster/code_version"] == EXTRACTOR_VERSION
     decided = [r.data for r in table["images"].records if r.data["sequence"] == item.sequence]
     assert decided[0]["review"] == "rejected"
     for key in (shown["manifest_key"], table["table_key"]):  # no metadata names a deleted key
@@ -88,11 +90,13 @@ def test_a_newer_extractor_re_extracts_into_one_current_revision_with_the_same_d
     assert ui_materialize(instance, resources).success
     assert report_manifest.code_versions_by_key[report_manifest.key] == extractor_version()
     before = latest(instance, report_manifest)
-    assert before["extractor_version"] == "4" and before["tags"]["dagster/code_version"] == "4"
-    upgraded = WorkerResource(work_root=str(tmp_path / "work"), extractor_version="5")
+    assert before["extractor_version"] == EXTRACTOR_VERSION
+    assert before["tags"]["dagster/code_version"] == EXTRACTOR_VERSION
+    upgrade = str(int(EXTRACTOR_VERSION) + 1)
+    upgraded = WorkerResource(work_root=str(tmp_path / "work"), extractor_version=upgrade)
     assert ui_materialize(instance, resources, settings=upgraded).success
     after = latest(instance, report_manifest)
-    assert after["extractor_version"] == "5" and after["revision"] != before["revision"]
+    assert after["extractor_version"] == upgrade and after["revision"] != before["revision"]
     assert after["archive_delete_by"] == before["archive_delete_by"]
     store = LocalStore(tmp_path / "store")
     assert [h.cause for h in month_record.history(store, MONTH)] == ["archived", "reextraction"]

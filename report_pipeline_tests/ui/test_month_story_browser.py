@@ -9,7 +9,7 @@
    tombstone whose objects were deleted (audited), the deadline is unchanged, the rejected
    image keeps its decision;
 4. a UI launch of 2026-10 archives nothing new and does not bring the old file back;
-5. with the extractor version raised (REPORT_PIPELINE_EXTRACTOR_VERSION=5, `make dev` restarted)
+5. with the extractor version raised (REPORT_PIPELINE_EXTRACTOR_VERSION, `make dev` restarted)
    the UI marks 2026-10 Unsynced, the documented action (Materialize) re-extracts it, and the
    month has exactly one complete revision with its deadline unchanged.
 Each step leaves a screenshot in the test's tmp folder."""
@@ -31,6 +31,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from report_pipeline.core.archive.months import latest_archived, month_manifests
 from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.settings import EXTRACTOR_VERSION
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
@@ -39,6 +40,7 @@ from report_pipeline_tests.operate.devserver import make_dev
 
 MONTH = "2026-10"  # a month long closed, whatever today is
 ASSETS = (dg.AssetKey("report_manifest"), dg.AssetKey("manifest_table"))
+NEXT = str(int(EXTRACTOR_VERSION) + 1)  # the upgrade the test makes
 SENSOR_TICK = 30  # new_report_sensor's and current_revision_sensor's interval (seconds)
 STALE = """query($p: String!) { assetNodeOrError(assetKey: {path: ["report_manifest"]}) {
     ... on AssetNode { staleCauses(partition: $p) { reason } } } }"""
@@ -54,7 +56,7 @@ def test_a_month_keeps_one_truth_through_a_review_a_correction_and_an_upgrade(
         decided = _rejected_from_the_shell(live, store, page, shot)
         corrected = _corrected_with_an_older_mtime(live, store, first, decided, page, shot)
         _launched_from_the_ui(live, store, corrected, page, shot)
-    env = {"REPORT_PIPELINE_EXTRACTOR_VERSION": "5"}
+    env = {"REPORT_PIPELINE_EXTRACTOR_VERSION": NEXT}
     with make_dev(root, report=None, extra_env=env) as live:
         _upgraded(live, store, first, corrected, page, shot)
 
@@ -166,7 +168,7 @@ def _upgraded(live: LiveDagster, store: LocalStore, first, corrected, page: Page
     run_id = _materialize_in_the_ui(live, page, shot, "reextraction")
     assert live.status(run_id) == "SUCCESS"
     _, now = latest_archived(store, MONTH)
-    assert now.extractor_version == "5" and now.source_hash == corrected.source_hash
+    assert now.extractor_version == NEXT and now.source_hash == corrected.source_hash
     assert now.deadlines.archive_delete_by == first.deadlines.archive_delete_by
     complete = [m for _, m in month_manifests(store, MONTH) if m.state == "complete"]
     assert complete == [now]

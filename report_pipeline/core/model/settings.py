@@ -16,7 +16,10 @@ from pathlib import Path
 # filter chain read (indirect, /F and /DP, abbreviated names), so the caps hold on all of them.
 # 4: an image refused by a check on its stream (signature, caps, header size) keeps that stream
 # as quarantine evidence, as one that fails to decode does, so a reviewer can look and decide.
-EXTRACTOR_VERSION = "4"
+# 5: archived PNGs hold pixels only (no source ICC, EXIF or text), a JPEG whose components
+# disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
+# fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
+EXTRACTOR_VERSION = "5"
 
 
 @dataclass(frozen=True)
