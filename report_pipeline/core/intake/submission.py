@@ -8,10 +8,8 @@ submits, the sensor and UI launches make one run per revision, whatever the timi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Protocol
 
 from report_pipeline.core.intake import claims
@@ -21,7 +19,7 @@ from report_pipeline.core.intake.intake import (
     check_month,
     identify,
 )
-from report_pipeline.core.intake.sources import Entry, ReportRef, ReportSource, newest
+from report_pipeline.core.intake.sources import ReportRef, ReportSource
 from report_pipeline.core.model.records import SourceFacts
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
@@ -122,32 +120,6 @@ def _admit(
     key, checked = found.ref, found.inspection
     return Admission(ref, month, key.report_id, key.source_hash, key.revision, found.size,
                      checked.pages, checked.facts)  # fmt: skip
-
-
-def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:
-    """The entry with `key`, or the month's newest, and how many other reports it holds."""
-    if not entries:
-        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
-    chosen = [e for e in entries if e.ref.key == key] if key else [newest(entries)]
-    if not chosen:
-        raise RefusedInput("report_gone", "the report chosen at intake is no longer there")
-    return chosen[0].ref, len(entries) - 1
-
-
-@contextmanager
-def open_for_run(
-    source: ReportSource, month: str, key: str, settings: WorkerSettings, owner: str
-) -> Iterator[tuple[Path, int]]:
-    """Inside a run: the file chosen at intake (`key`), or the month's newest without one,
-    authorized again. Staging then refuses it if its bytes differ from intake's hash."""
-    ref, superseded = pick(source.entries(month), month, key)
-    max_bytes = settings.limits.max_report_bytes
-    lease = lease_for(settings, owner)
-    with (
-        private_workdir(settings.work_root, lease) as workdir,
-        source.opened(ref, workdir, max_bytes) as path,
-    ):
-        yield path, superseded
 
 
 def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
