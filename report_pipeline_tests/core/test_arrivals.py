@@ -213,6 +213,7 @@ def test_reading_stops_once_nothing_left_can_have_arrived_later():
     read = Contents(**{"a.pdf": "A", "b.pdf": "B", "c.pdf": "C", "d.pdf": "D", "e.pdf": "E"})
     first = decide(Ledger("2020-01"), files, read, 1000 * S, ["inbox"])
     assert sorted(read.reads) == ["a.pdf", "b.pdf", "c.pdf"]  # the first look reads every file
+    assert first.ledger.first_look_ns == 300 * S  # on the files' clock: their last change
     read.reads.clear()
     new = [entry("d.pdf", 50, changed=2000), entry("e.pdf", 60, changed=3000)]
     decision = decide(again(first.ledger), files + new, read, 4000 * S, ["inbox"])
@@ -234,7 +235,7 @@ def test_a_file_that_cannot_be_read_blocks_only_if_it_could_be_the_latest():
         ledger, [*files, entry("huge.pdf", 10, changed=2000)], newer, 3000 * S, ["inbox"]
     )
     assert blocked.blocked[1].code == "too_large" and name_of(blocked.blocked[0]) == "huge.pdf"
-    older = decide(ledger, [*files, entry("huge.pdf", 10, changed=500)], newer, 3000 * S, ["inbox"])
+    older = decide(ledger, [*files, entry("huge.pdf", 10, changed=150)], newer, 3000 * S, ["inbox"])
     assert older.blocked is None and older.report.sha256 == "B"
 
 

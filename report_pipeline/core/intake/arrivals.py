@@ -84,7 +84,9 @@ class Arrival:
 
 @dataclass(frozen=True)
 class Ledger:
-    """A month's arrivals. `generation` 0: none in the store yet, the month's first look."""
+    """A month's arrivals. `generation` 0: none in the store yet, the month's first look.
+    `first_look_ns`: when the month was first looked at, as its files' times tell it (the last
+    change of a file present then); a file changed later is an ordinary arrival."""
 
     month: str
     generation: int = 0
@@ -132,7 +134,10 @@ class _Look:
     """One look at the month: what is known of each file, and what reading adds."""
 
     def __init__(self, ledger: Ledger, entries: Sequence[Entry], read: Read, now_ns: int):
-        self.first_look = ledger.first_look_ns or _us(now_ns)
+        # On the file system's own clock: the last change of a file there at the first look
+        # (a host whose clock runs ahead or behind the inbox's cannot misfile a later copy)
+        latest_change = max((e.changed_ns for e in entries), default=now_ns)
+        self.first_look = ledger.first_look_ns or _us(latest_change)
         self.arrivals = dict(ledger.arrivals)
         known = ((e, ledger.fingerprints.get(fingerprint_key(e))) for e in entries)
         self.holds = {e: sha for e, sha in known if sha in self.arrivals}
