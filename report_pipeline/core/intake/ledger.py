@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import time
 from dataclasses import replace
 
 from report_pipeline.core.intake.arrivals import Arrival, Ledger, iso_ns, ns_of
@@ -25,7 +27,7 @@ from report_pipeline.core.storage.store import (
 VERSION = 1
 KEEP = 3  # generations kept: a reader that listed a moment ago still finds the one it chose
 _CAP = 8 * 1024 * 1024
-_ROUNDS = 8
+_ROUNDS = 16  # twenty concurrent `submit`s of one month settle in a few
 
 
 def _generations(store: Store, month: str) -> list[int]:
@@ -60,6 +62,7 @@ def commit(store: Store, base: Ledger, updated: Ledger) -> Ledger:
         if store.put_if_absent(keys.arrivals_key(base.month, generation), data):
             _prune(store, base.month, generation)
             return replace(current, generation=generation)
+        time.sleep(random.uniform(0, 0.005))  # contenders spread out; one wins each generation
         latest = load(store, base.month)
         current = updated.merged(latest)
         if current == latest:
