@@ -4,12 +4,14 @@ Builds an inbox of N reports (default 10,000) over every month from 2024-01 to 2
 month the newest file is a full monthly report (fixtures/pdfs/monthly_report.pdf, 2 MB, 140
 pages) and the rest are small older revisions; every file has distinct bytes. Then it evaluates
 the real sensor, on a real sqlite instance, tick after tick, carrying the cursor as the daemon
-does: the first tick (empty cursor) and the ticks that finish reading the backlog (a tick reads
-at most MAX_READS_PER_TICK reports), quiet ticks, a tick after one new report arrives, and a
-full sweep (the periodic fingerprint check). It prints each tick's median time, how many month
-folders it listed and how many reports it read, and the ratios to the first tick. The first
-row is a tick on an empty inbox: what Dagster itself spends per tick (building the sensor's
-resources), which every tick pays. `settle_seconds=0`, so no tick waits for files to settle.
+does: the first tick (empty cursor, no arrivals ledger: every file is hashed once) and the ticks
+that finish the backlog (a tick admits at most MAX_READS_PER_TICK reports), quiet ticks, a tick
+after one new report arrives, one after a report is overwritten in place (same name, same mtime),
+and a full sweep (which now only retries refusals that may pass). It prints each tick's median
+time, how many month folders it listed, how many files it hashed and how many reports it read
+(admitted), and the ratios to the first tick. The first row is a tick on an empty inbox: what
+Dagster itself spends per tick (building the sensor's resources), which every tick pays.
+`settle_seconds=0`, so no tick waits for files to settle.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import ROOT
+from report_pipeline.core.intake import month_report, watch
 from report_pipeline.core.intake import sources as core_sources
-from report_pipeline.core.intake import watch
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
     StoreResource,
@@ -39,7 +41,7 @@ from report_pipeline.defs.reports import sensors
 REPORT = (ROOT / "fixtures" / "pdfs" / "monthly_report.pdf").read_bytes()
 SMALL = (ROOT / "fixtures" / "pdfs" / "no_images.pdf").read_bytes()
 PAST = 1_700_000_000
-COUNTS = {"listed": 0, "read": 0}
+COUNTS = {"listed": 0, "hashed": 0, "read": 0}
 
 
 def months() -> list[str]:
@@ -61,8 +63,15 @@ def build_inbox(inbox: Path, reports: int) -> None:
 
 
 def count_work() -> None:
-    """Count month folders listed and reports read (admitted) by wrapping the two calls."""
-    entries, admit = core_sources.LocalInboxSource.entries, sensors.admit
+    """Count month folders listed, files hashed and reports read (admitted) by wrapping the
+    three calls."""
+    entries, admit, content_hash = (
+        core_sources.LocalInboxSource.entries, sensors.admit, month_report.content_hash,
+    )  # fmt: skip
+
+    def counted_hash(*args, **kwargs):
+        COUNTS["hashed"] += 1
+        return content_hash(*args, **kwargs)
 
     def counted_entries(self, month):
         COUNTS["listed"] += 1
@@ -74,12 +83,13 @@ def count_work() -> None:
 
     core_sources.LocalInboxSource.entries = counted_entries
     sensors.admit = counted_admit
+    month_report.content_hash = counted_hash
 
 
 def timed(tick: Callable[[], dg.SensorResult], repeat: int) -> tuple[float, dict, int]:
     samples, requests = [], 0
     for _ in range(repeat):
-        COUNTS.update(listed=0, read=0)
+        COUNTS.update(listed=0, hashed=0, read=0)
         with contextlib.redirect_stderr(io.StringIO()):  # the tick's log: a line per request
             start = time.perf_counter()
             result = tick()
@@ -91,7 +101,7 @@ def timed(tick: Callable[[], dg.SensorResult], repeat: int) -> tuple[float, dict
 def catch_up(tick: Callable[[], dg.SensorResult]) -> tuple[str, float, dict, int]:
     """The ticks after the first until the backlog is read (a tick reads at most
     MAX_READS_PER_TICK reports); their total time, reads and requests."""
-    total, counts, requests, ticks = 0.0, {"listed": 0, "read": 0}, 0, 0
+    total, counts, requests, ticks = 0.0, {"listed": 0, "hashed": 0, "read": 0}, 0, 0
     while True:
         seconds, tick_counts, tick_requests = timed(tick, 1)
         if not tick_counts["read"]:
@@ -137,6 +147,12 @@ def run(reports: int, repeat: int) -> list[tuple[str, float, dict, int]]:
         os.utime(new.parent, (PAST + 1, PAST + 1))  # arrived a while ago: the folder settled
         rows.append(("tick after 1 new report", *timed(tick, 1)))
         rows.append(("quiet tick again", *timed(tick, repeat)))
+        rewritten = sorted((inbox / "2026-09").iterdir())[-1]  # the month's report, in place
+        stamp = rewritten.stat().st_mtime_ns
+        rewritten.write_bytes(REPORT + b"\n% corrected in place\n")
+        os.utime(rewritten, ns=(stamp, stamp))
+        os.utime(rewritten.parent, (PAST + 1, PAST + 1))
+        rows.append(("tick after 1 in-place rewrite", *timed(tick, 1)))
         due = watch.Cursor.loads(state["cursor"])
         due.swept_ns = 0  # as if the last sweep was more than SWEEP_SECONDS ago
         rows.append(("full sweep (every 10 min)", *timed(lambda: tick(due.dumps()), 1)))
@@ -152,14 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(args.reports, args.repeat)
     floor, first = rows[0][1], rows[3][1]
     print(f"new_report_sensor on an inbox of {args.reports:,} reports in {len(months())} months")
-    print(f"  {'tick':30} {'median ms':>9} {'above empty':>11} {'folders':>7} {'reports':>7} "
-          f"{'runs':>4} {'first look ÷ this':>17}")  # fmt: skip
+    print(f"  {'tick':30} {'median ms':>9} {'above empty':>11} {'folders':>7} {'hashed':>6} "
+          f"{'reports':>7} {'runs':>4} {'first look ÷ this':>17}")  # fmt: skip
     for name, seconds, counts, requests in rows:
         above = f"{(seconds - floor) * 1000:.1f}" if seconds != floor else ""
         print(f"  {name:30} {seconds * 1000:9.1f} {above:>11} {counts['listed']:7} "
-              f"{counts['read']:7} {requests:4} {first / seconds:16.0f}×")  # fmt: skip
+              f"{counts['hashed']:6} {counts['read']:7} {requests:4} "
+              f"{first / seconds:16.0f}×")  # fmt: skip
     print("  above empty: ms over the empty-inbox tick (what Dagster spends on every tick)")
-    print("  folders: month folders listed; reports: reports read (streamed, hashed, checked)")
+    print("  folders: month folders listed; hashed: files hashed to learn their content (the")
+    print("  arrivals rule); reports: reports read (streamed, hashed, checked) to be admitted")
     return 0
 
 

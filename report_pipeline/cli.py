@@ -24,7 +24,7 @@ EXIT_ERROR = 5  # anything unexpected: one line on stderr, never a traceback
 # submit: one exit code per refusal class; 0 = launched, or a duplicate (the existing run id).
 SUBMIT_CLASSES = {
     "authorization": (10, ("not_authorized",)),
-    "reference": (11, ("missing", "not_regular", "changed", "unknown_source")),
+    "reference": (11, ("missing", "not_regular", "changed", "unknown_source", "superseded")),
     "month": (12, ("bad_month", "unknown_partition", "month_mismatch")),
     "size": (13, ("too_large",)),
     "signature": (14, ("not_pdf",)),

@@ -10,9 +10,10 @@ from report_pipeline.core.intake.intake import (
     revision_for,
     stage_stream,
 )
+from report_pipeline.core.intake.month_report import choose_for_run
 from report_pipeline.core.intake.sources import LocalInboxSource
-from report_pipeline.core.intake.submission import pick
-from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -62,25 +63,28 @@ def test_an_unreadable_source_is_refused_without_its_path(tmp_path):
 
 
 def find_report(root, month):
-    """The month's report as a run picks it without intake: the newest eligible file."""
-    ref, superseded = pick(LocalInboxSource("inbox", root).entries(month), month)
-    return root / ref.rel, superseded
+    """The month's report as a UI launch picks it: the file whose content arrived last (at the
+    month's first look, the newest mtime), and the other files it supersedes."""
+    work = root.parent / f"{root.name}-state"
+    store, settings = LocalStore(work / "store"), WorkerSettings(work / "work")
+    chosen = choose_for_run(store, [LocalInboxSource("inbox", root)], month, settings, "test")
+    return root / chosen.ref.rel, chosen.file.superseded
 
 
 def test_a_month_without_a_report_is_refused(tmp_path):
     with pytest.raises(RefusedInput, match="no_report"):
-        find_report(tmp_path, "2026-10")
+        find_report(tmp_path / "inbox", "2026-10")
 
 
-def test_the_newest_report_in_a_month_wins_and_the_rest_are_counted(tmp_path):
-    month = tmp_path / "2026-10"
-    month.mkdir()
+def test_at_a_months_first_look_the_newest_report_wins_and_the_rest_are_named(tmp_path):
+    month = tmp_path / "inbox" / "2026-10"
+    month.mkdir(parents=True)
     for n, name in enumerate(["a.pdf", "b.PDF", "c.pdf"]):
-        shutil.copyfile(fixture_pdf("no_images.pdf"), month / name)
+        (month / name).write_bytes(fixture_pdf("no_images.pdf").read_bytes() + b"%" * n)
         os.utime(month / name, ns=(10**18 + n, 10**18 + n))
     (month / "notes.txt").write_text("ignored")
-    path, superseded = find_report(tmp_path, "2026-10")
-    assert path.name == "c.pdf" and superseded == 2
+    path, superseded = find_report(tmp_path / "inbox", "2026-10")
+    assert path.name == "c.pdf" and superseded == ("a.pdf", "b.PDF")
 
 
 def test_symlinks_leaving_the_inbox_are_ignored(tmp_path):
@@ -95,7 +99,7 @@ def test_symlinks_leaving_the_inbox_are_ignored(tmp_path):
 @pytest.mark.parametrize("month", ["2026-13", "26-10", "2026-1", "../x"])
 def test_bad_months_are_refused(tmp_path, month):
     with pytest.raises(RefusedInput, match="bad_month"):
-        find_report(tmp_path, month)
+        find_report(tmp_path / "inbox", month)
 
 
 def test_revision_is_the_idempotency_key():

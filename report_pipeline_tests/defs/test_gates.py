@@ -8,9 +8,12 @@ from report_pipeline_tests.defs.conftest import events, materialization
 from report_pipeline_tests.faults import FaultyStoreResource
 
 
-def objects(tmp_path):
+def objects(tmp_path, arrivals: bool = True):
+    """Every stored object's mtime; without the months' arrivals ledgers (intake's record of
+    which files it has seen) when `arrivals` is False."""
     store = LocalStore(tmp_path / "store")
-    return {o.key: (store.root / o.key).stat().st_mtime_ns for o in store.list("")}
+    found = {o.key: (store.root / o.key).stat().st_mtime_ns for o in store.list("")}
+    return {k: v for k, v in found.items() if arrivals or "/arrivals/" not in k}
 
 
 def stored_manifest(tmp_path, result):
@@ -22,11 +25,11 @@ def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, mater
     inbox("repeated_image.pdf")
     first = materialize()
     assert first.success
-    before = objects(tmp_path)
+    before = objects(tmp_path, arrivals=False)
     inbox("repeated_image.pdf", as_name="same-bytes-other-name.pdf")  # a duplicate upload
     second = materialize()
     assert second.success and materialization(second)["reused_existing_manifest"] is True
-    assert objects(tmp_path) == before  # no new objects, nothing rewritten
+    assert objects(tmp_path, arrivals=False) == before  # no new objects, nothing rewritten
     assert [k for k in before if k.endswith("manifest.json")] == [
         first.output_for_node("report_manifest").manifest_key
     ]

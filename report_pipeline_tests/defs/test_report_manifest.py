@@ -1,10 +1,18 @@
+import hashlib
 import logging
+import os
+import shutil
+import time
 
+import dagster as dg
 import pytest
 
+from report_pipeline.core.intake.sources import ReportRef
 from report_pipeline.definitions import build_defs
 from report_pipeline.defs.deployment.resources import WorkerResource
-from report_pipeline_tests.conftest import files_under
+from report_pipeline.defs.reports.assets import report_manifest
+from report_pipeline.defs.reports.ops import stage_report_run_config
+from report_pipeline_tests.conftest import files_under, fixture_pdf
 from report_pipeline_tests.defs.conftest import events, materialization
 
 PAGE_KEYS = ("pages", "first_page", "last_page")
@@ -77,11 +85,11 @@ def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
 SIGNATURES = ("\\xff\\xd8\\xff", "\\x89PNG", "%PDF-", "\xff\xd8\xff", "\x89PNG")
 
 
-def test_no_source_path_name_or_bytes_reaches_logs_events_or_output(
+def test_no_source_path_or_bytes_reach_logs_events_or_output_and_the_file_is_named_once(
     inbox, materialize, instance, tmp_path, capfd, caplog
 ):
     caplog.set_level("DEBUG")
-    source = inbox("truncated_jpeg.pdf", as_name="Confidential Board Pack.pdf")
+    inbox("truncated_jpeg.pdf", as_name="Confidential Board Pack.pdf")
     result = materialize()
     assert result.success
     console = capfd.readouterr()
@@ -90,8 +98,12 @@ def test_no_source_path_name_or_bytes_reaches_logs_events_or_output(
          *(repr(e.event_specific_data) for e in result.all_events)]
     )  # fmt: skip
     assert len(everything) > 10_000  # the whole run's logs, events and console output
-    for secret in (str(tmp_path / "inbox"), "Confidential", source.name, *SIGNATURES):
+    for secret in (str(tmp_path), *SIGNATURES):
         assert secret not in everything, secret
+    # which file was used: its name within the month folder, in the step's metadata only
+    staged = events(result, "STEP_OUTPUT", "stage_report")[0].event_specific_data.metadata
+    assert staged["source_file"].value == "Confidential Board Pack.pdf"
+    assert "Confidential" not in everything.replace(repr(staged["source_file"]), "")
 
 
 @pytest.mark.parametrize(
@@ -109,7 +121,9 @@ def test_refused_reports_fail_clearly_once_and_write_nothing(
     assert failure.step_key == "report_manifest.stage_report"
     assert f"report refused ({code})" in failure.step_failure_data.error.message
     assert events(result, "STEP_UP_FOR_RETRY") == []
-    assert files_under(tmp_path / "store") == []
+    ledger = tmp_path / "store" / "months" / "2026-10" / "arrivals" / "000001.json"
+    assert files_under(tmp_path / "store") == [ledger]  # the month's arrivals, nothing else
+    assert str(tmp_path) not in ledger.read_text() and f'"name":"{name}"' in ledger.read_text()
 
 
 def test_a_month_without_a_report_is_not_a_failure_and_says_why(materialize, instance):
@@ -132,6 +146,60 @@ def test_a_newer_report_in_the_same_month_is_a_new_revision(inbox, materialize):
     assert staged["superseded_reports"].value == 1
     assert materialization(second)["revision"] != materialization(first)["revision"]
     assert materialization(second)["expected"] == 2
+
+
+OLD = 1_700_000_000  # an mtime long past
+
+
+def staged_output(result) -> dict:
+    found = events(result, "STEP_OUTPUT", "stage_report")[0].event_specific_data.metadata
+    return {k: v.value for k, v in found.items()}
+
+
+def test_a_ui_launch_stages_the_latest_arrival_not_the_newest_mtime(
+    inbox, materialize, tmp_path, clock
+):
+    month = clock.month(-2)
+    report = inbox("repeated_image.pdf", month=month, as_name="report.pdf")
+    os.utime(report, (OLD + 200, OLD + 200))
+    first = materialize(month)
+    assert staged_output(first)["source_file"] == "report.pdf"
+    time.sleep(0.03)  # the file system's clock passes the month's first look
+    corrected = tmp_path / "corrected.pdf"
+    shutil.copyfile(fixture_pdf("truncated_jpeg.pdf"), corrected)
+    os.utime(corrected, (OLD, OLD))  # older than report.pdf
+    shutil.copy2(corrected, report.parent / "corrected.pdf")  # cp -p: arrives now
+    second = materialize(month)
+    staged = staged_output(second)
+    assert (staged["source_file"], staged["superseded_files"]) == ("corrected.pdf", "report.pdf")
+    assert staged["superseded_reports"] == 1 and staged["source_arrived_at"] > "2023"
+    assert materialization(second)["revision"] != materialization(first)["revision"]
+    os.utime(report)  # touched: the newest mtime, but not new content
+    third = materialize(month)
+    assert staged_output(third)["source_file"] == "corrected.pdf"
+    assert materialization(third)["revision"] == materialization(second)["revision"]
+
+
+def test_an_intake_run_of_a_superseded_content_ends_without_materializing(
+    inbox, materialize, instance, resources, clock
+):
+    month = clock.month(-2)
+    report = inbox("repeated_image.pdf", month=month, as_name="report.pdf")
+    assert materialize(month).success
+    intake = {"source": "inbox", "report_key": ReportRef("inbox", f"{month}/report.pdf").key,
+              "source_hash": hashlib.sha256(report.read_bytes()).hexdigest()}  # fmt: skip
+    inbox("truncated_jpeg.pdf", month=month, as_name="corrected.pdf")  # a later arrival
+    result = dg.materialize(
+        [report_manifest], partition_key=month, instance=instance, resources=resources,
+        run_config=stage_report_run_config(intake), raise_on_error=False,
+    )  # fmt: skip
+    assert result.success and result.get_asset_materialization_events() == []
+    (observed,) = [e for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    why = observed.event_specific_data.asset_observation.metadata["not_the_months_report"].value
+    assert why.startswith(f"{month}/report.pdf (sha256 {intake['source_hash'][:12]}) is no longer")
+    assert "corrected.pdf arrived later" in why and why.endswith("nothing extracted")
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["manifest_complete"] is True  # judged on the month's archived revision
 
 
 def test_a_launch_for_a_month_that_is_not_a_partition_is_refused_before_any_work(

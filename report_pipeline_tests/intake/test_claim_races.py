@@ -119,7 +119,8 @@ def test_the_sensor_leaves_a_month_to_a_ui_launch_that_has_not_read_its_report(
     skipped = tick(instance, resources)
     assert skipped.run_requests == []
     assert skipped.skip_reason.skip_message == (
-        f"inbox 2026-09: run {pending} has not read its report yet; looking again next tick"
+        f"inbox 2026-09/no_images.pdf: run {pending} has not read its report yet; looking again "
+        "next tick"
     )
     assert not (resources["store"].get_store().root / "claims").exists()  # nothing claimed
     instance.delete_run(pending)  # ... and in its place the run as it stages (claims, tags)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from report_pipeline.cli import main
+from report_pipeline.core.intake.sources import registered_name
 from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
 from report_pipeline_tests.intake.live import BACKFILL, LiveDagster, finished, place, wait_for
 
@@ -57,10 +58,12 @@ def test_submit_first_then_the_sensor_makes_one_run_and_identical_bytes_start_no
     revision = {REVISION_TAG: answer["revision"]}
     (run,) = wait_for(lambda: finished(live, revision), "the submitted run", 180)
     assert run["id"] == answer["run_id"] and "dagster/sensor_name" not in run["tags"]
-    seen = f"inbox 2026-09: revision {answer['revision']} already has run {answer['run_id']}"
+    registered = f"2026-09/{registered_name(answer['source_hash'])}"  # where submit copied it
+    seen = f"inbox {registered}: revision {answer['revision']} already has run {answer['run_id']}"
     wait_for(lambda: seen in live.skip_reasons(), "the sensor to find the registered report")
     place(live.root, "truncated_jpeg.pdf", "2026-09", "same bytes, new name.pdf")
-    wait_for(lambda: any("2026-09: same bytes" in r for r in live.skip_reasons()), "a sensor tick")
+    same = "inbox 2026-09/same bytes, new name.pdf: same content as the month's report"
+    wait_for(lambda: any(same in r for r in live.skip_reasons()), "a sensor tick")
     assert submit(live, upload, "2026-09", capsys)["run_id"] == answer["run_id"]
     assert live.runs({REPORT_ID_TAG: "inbox-2026-09"}) == [run]
     manifests, images = archive_of(live, "inbox-2026-09")

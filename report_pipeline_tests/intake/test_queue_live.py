@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import dagster as dg
 
 from report_pipeline.core.intake import submission
+from report_pipeline.core.intake.sources import registered_name
 from report_pipeline.core.intake.submission import REVISION_TAG
 from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment.partitions import monthly_partitions
@@ -99,7 +100,8 @@ def test_twenty_concurrent_submits_make_one_run_and_the_sensor_finds_it(live):
     assert sorted(a.status for a in answers) == ["duplicate"] * (SUBMITTERS - 1) + ["launched"]
     assert {a.run_id for a in answers} == {runs[0]["id"]}
     assert wait_for(lambda: status(live, runs[0]["id"]) == "SUCCESS", "the run", 180)
-    seen = f"inbox 2026-04: revision {revision} already has run {runs[0]['id']}"
+    registered = f"2026-04/{registered_name(answers[0].admission.source_hash)}"
+    seen = f"inbox {registered}: revision {revision} already has run {runs[0]['id']}"
     wait_for(lambda: seen in live.skip_reasons(), "the sensor to find the submitted report", 60)
     assert len(live.runs({REVISION_TAG: revision})) == 1
     manifests = list((live.root / "store" / "archive" / "inbox-2026-04").glob("*/manifest.json"))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
+
 import pytest
 
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.month_report import choose_for_run
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import authorize
+from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
@@ -103,3 +109,26 @@ def test_a_missing_bucket_is_permanent(s3):
     source = S3PrefixSource("team", "no-such-bucket-here", "team", s3.client)
     with pytest.raises(PermanentStorageError, match="NoSuchBucket"):
         source.months()
+
+
+def test_on_s3_the_last_content_to_arrive_by_last_modified_is_the_months_report(
+    s3, tmp_path, clock
+):
+    month, old = clock.month(-2), fixture_pdf("no_images.pdf").read_bytes()
+    new = fixture_pdf("repeated_image.pdf").read_bytes()
+    source = S3PrefixSource("team", s3.bucket, "team", s3.client)
+    store, settings = LocalStore(tmp_path / "store"), WorkerSettings(tmp_path / "work")
+
+    def chosen():
+        return choose_for_run(store, [source], month, settings, "test")
+
+    put(s3, {f"team/{month}/report.pdf": old})
+    assert chosen().sha256 == hashlib.sha256(old).hexdigest()
+    time.sleep(1.1)  # LastModified counts whole seconds
+    put(s3, {f"team/{month}/report.pdf": new})  # overwritten in place: a new arrival
+    assert chosen().sha256 == hashlib.sha256(new).hexdigest()
+    time.sleep(1.1)
+    put(s3, {f"team/{month}/report-again.pdf": old})  # the older content, uploaded again
+    again = chosen()
+    assert again.sha256 == hashlib.sha256(new).hexdigest()
+    assert (again.file.name, again.file.superseded) == ("report.pdf", ("report-again.pdf",))

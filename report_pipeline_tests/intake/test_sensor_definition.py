@@ -11,7 +11,8 @@ def test_the_sensor_runs_by_default_with_a_sensible_interval_and_a_description()
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert sensor.minimum_interval_seconds == 30
     assert sensor.job_name == "extract_report_job"
-    assert "refusals are reported on the tick" in sensor.description
+    assert "the file whose content arrived last" in sensor.description
+    assert "not the month's report are reported on the tick" in sensor.description
 
 
 def test_stage_report_config_is_optional_and_intake_config_validates():

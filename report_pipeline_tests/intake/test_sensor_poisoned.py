@@ -82,10 +82,10 @@ def test_a_poisoned_month_is_refused_while_a_good_month_is_requested(tick, drop,
     first = tick()
     assert [r.partition_key for r in first.run_requests] == ["2026-09"]
     logged = capsys.readouterr().err
-    assert "inbox 2026-08: refused (page_count_mismatch)" in logged
+    assert "inbox 2026-08/count_too_large.pdf: refused (page_count_mismatch)" in logged
     assert (
-        "cloud 2026-07: refused (inspection_failed): report could not be read or inspected "
-        "(TransientStorageError)" in logged
+        "cloud 2026-07/report.pdf: refused (inspection_failed): report could not be read or "
+        "inspected (TransientStorageError)" in logged
     )
     assert tick().skip_reason.skip_message == "no new or changed reports"
 

@@ -9,7 +9,7 @@ import pytest
 
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.sources import LocalInboxSource, registered_name
-from report_pipeline.core.intake.submission import authorize, pick
+from report_pipeline.core.intake.submission import authorize
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 
 
@@ -67,17 +67,6 @@ def test_directories_fifos_and_missing_files_are_refused(source, tmp_path):
     assert refusal([source], str(folder / "pipe.pdf")).code == "not_regular"
     assert refusal([source], str(folder / "absent.pdf")).code == "missing"
     assert source.entries("2026-10") == []  # the sensor never lists a fifo either
-
-
-def test_the_newest_report_wins_and_a_key_names_one_file_exactly(source, drop):
-    drop("no_images.pdf", name="old.pdf", age=100)
-    drop("repeated_image.pdf", name="new.pdf")
-    entries = source.entries("2026-10")
-    assert pick(entries, "2026-10")[0].rel == "2026-10/new.pdf"
-    old = next(e for e in entries if e.ref.rel.endswith("old.pdf"))
-    assert pick(entries, "2026-10", old.ref.key) == (old.ref, 1)
-    with pytest.raises(RefusedInput, match="report_gone"):
-        pick(entries, "2026-10", "0" * 20)
 
 
 def test_registering_copies_into_the_month_folder_once_by_content(source, drop, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.intake.sources import registered_name
 from report_pipeline.core.intake.submission import REVISION_TAG, submit
 from report_pipeline.core.model.settings import Limits, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
@@ -64,6 +65,24 @@ def test_a_failed_run_keeps_its_claim_and_a_resubmit_points_to_it(source, drop, 
     launcher.runs.append(retry)  # inherits the parent's tags, the claim's token among them
     third = call(upload, source, tmp_path, launcher)
     assert (third.status, third.run_id) == ("duplicate", "run-retry")
+
+
+def test_a_content_submitted_again_after_a_later_one_arrived_is_refused_as_superseded(
+    source, drop, tmp_path, launcher
+):
+    first = call(drop("no_images.pdf", folder="uploads", name="v1.pdf"), source, tmp_path, launcher)
+    later = drop("repeated_image.pdf", folder="uploads", name="v2.pdf")
+    second = call(later, source, tmp_path, launcher)
+    assert (first.status, second.status) == ("launched", "launched")
+    with pytest.raises(RefusedInput) as caught:
+        call(tmp_path / "inbox" / "uploads" / "v1.pdf", source, tmp_path, launcher)
+    assert caught.value.code == "superseded" and caught.value.message == (
+        f"this report's content arrived in 2026-09 before "
+        f"{registered_name(second.admission.source_hash)}, which superseded it; submit a "
+        "corrected file with new content"
+    )
+    assert len(launcher.runs) == 2
+    assert call(later, source, tmp_path, launcher).status == "duplicate"  # still the latest
 
 
 @pytest.mark.parametrize(

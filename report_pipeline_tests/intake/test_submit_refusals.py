@@ -106,6 +106,20 @@ def test_each_refusal_has_its_message_and_exit_code_and_writes_nothing(
     assert files_under(env / "store") == [] and files_under(env / "work") == []
 
 
+def test_a_file_a_later_arrival_superseded_is_refused_with_the_reference_exit_code(
+    env, drop, capsys
+):
+    past = month(-3)
+    older = drop("no_images.pdf", folder=past, name="report.pdf", age=100)
+    drop("repeated_image.pdf", folder=past, name="corrected.pdf")  # newer: the month's report
+    assert submit(older, past) == SUBMIT_CLASSES["reference"][0]
+    assert capsys.readouterr().err == (
+        f"report-pipeline: refused (superseded): this report's content arrived in {past} before "
+        "corrected.pdf, which superseded it; submit a corrected file with new content\n"
+    )
+    assert files_under(env / "work") == []
+
+
 def test_exit_codes_are_distinct_per_class_and_documented_in_the_help(capsys):
     codes = [code for code, _ in SUBMIT_CLASSES.values()] + [EXIT_DAGSTER, EXIT_ERROR, 0, 2]
     assert len(set(codes)) == len(codes)

@@ -29,7 +29,7 @@ def test_a_tick_says_1_page_and_1_more_report_waits(drop, instance, resources, c
     again = new_report_sensor(dg.build_sensor_context(instance=instance, resources=resources,
                                                       cursor=result.cursor))  # fmt: skip
     second = capsys.readouterr().err
-    assert "inbox 2026-10: new revision" in second and "(1 page)" in second
+    assert "inbox 2026-10/truncated_jpeg.pdf: new revision" in second and "(1 page)" in second
     assert len(again.run_requests) == 1
 
 

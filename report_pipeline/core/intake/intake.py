@@ -79,6 +79,26 @@ def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str
     return dest, digest.hexdigest(), size
 
 
+def content_hash(source: Path, max_bytes: int) -> tuple[str, int]:
+    """(sha256, bytes) of a report, read under the byte cap and copied nowhere: how intake
+    learns which content a file holds (core/intake/arrivals.py)."""
+    digest = hashlib.sha256()
+    try:
+        src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
+    except OSError as exc:
+        raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
+    with src:
+        if os.fstat(src.fileno()).st_size > max_bytes:
+            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+        size = 0
+        while chunk := src.read(storage.CHUNK):
+            size += len(chunk)
+            if size > max_bytes:
+                raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+            digest.update(chunk)
+    return digest.hexdigest(), size
+
+
 @dataclass(frozen=True)
 class Identified:
     """A report streamed into a private file, hashed, inspected and named."""

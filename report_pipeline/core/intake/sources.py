@@ -56,7 +56,10 @@ class Entry:
     ref: ReportRef
     size: int
     mtime_ns: int
-    changed_ns: int  # the last change of any kind (ctime locally): "still arriving" check
+    # when the bytes last changed: the later of mtime and ctime locally (a `cp -p` copy keeps an
+    # old mtime, its ctime is new), LastModified on S3. "Still arriving", and a new content's
+    # arrival (core/intake/arrivals.py)
+    changed_ns: int
     fingerprint: str  # changes whenever the file may have changed; no name in it
 
 
@@ -79,11 +82,6 @@ class ReportSource(Protocol):
 
     def register(self, ref: ReportRef, month: str, source_hash: str, size: int) -> ReportRef:
         """Make the validated file the month's report in this source; returns where it is."""
-
-
-def newest(entries: list[Entry]) -> Entry:
-    """The month's current report: the latest modified (then the name); the rest are superseded."""
-    return max(entries, key=lambda e: (e.mtime_ns, e.ref.rel))
 
 
 def registered_name(source_hash: str) -> str:

@@ -8,20 +8,21 @@ submits, the sensor and UI launches make one run per revision, whatever the timi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Protocol
 
 from report_pipeline.core.intake import claims
+from report_pipeline.core.intake.arrivals import Arrival
 from report_pipeline.core.intake.intake import (
     INSPECTION_FAILED,
     RefusedInput,
     check_month,
     identify,
 )
-from report_pipeline.core.intake.sources import Entry, ReportRef, ReportSource, newest
+from report_pipeline.core.intake.month_report import record_submitted
+from report_pipeline.core.intake.sources import ReportRef, ReportSource, eligible, registered_name
 from report_pipeline.core.model.records import SourceFacts
 from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
@@ -124,32 +125,6 @@ def _admit(
                      checked.pages, checked.facts)  # fmt: skip
 
 
-def pick(entries: list[Entry], month: str, key: str = "") -> tuple[ReportRef, int]:
-    """The entry with `key`, or the month's newest, and how many other reports it holds."""
-    if not entries:
-        raise RefusedInput("no_report", f"no report (*.pdf) for {month} in the inbox")
-    chosen = [e for e in entries if e.ref.key == key] if key else [newest(entries)]
-    if not chosen:
-        raise RefusedInput("report_gone", "the report chosen at intake is no longer there")
-    return chosen[0].ref, len(entries) - 1
-
-
-@contextmanager
-def open_for_run(
-    source: ReportSource, month: str, key: str, settings: WorkerSettings, owner: str
-) -> Iterator[tuple[Path, int]]:
-    """Inside a run: the file chosen at intake (`key`), or the month's newest without one,
-    authorized again. Staging then refuses it if its bytes differ from intake's hash."""
-    ref, superseded = pick(source.entries(month), month, key)
-    max_bytes = settings.limits.max_report_bytes
-    lease = lease_for(settings, owner)
-    with (
-        private_workdir(settings.work_root, lease) as workdir,
-        source.opened(ref, workdir, max_bytes) as path,
-    ):
-        yield path, superseded
-
-
 def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
     """The run id that makes a new launch a duplicate: a successful run first, else a live one."""
     for status in LIVE_OR_DONE:
@@ -157,6 +132,15 @@ def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
             if run_status == status:
                 return run_id
     return None
+
+
+def arrival_now(admission: Admission) -> Arrival:
+    """A submitted report's content, arriving now under the name it has in the month folder."""
+    ref, now = admission.ref, time.time_ns() // 1000 * 1000
+    name = ref.rel.rsplit("/", 1)[-1]
+    if ref.month != admission.month or not eligible(name):
+        name = registered_name(admission.source_hash)  # where `register` copies it
+    return Arrival(admission.source_hash, now, now, ref.source, name, admission.size)
 
 
 class Launcher(Protocol):
@@ -179,13 +163,15 @@ def submit(
     reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
     is_open: Callable[[str], bool], launcher: Launcher, store: Store,
 ) -> Submitted:  # fmt: skip
-    """The intake API: authorize, limit, claim the revision, register the report in its source,
-    launch. Whoever loses the claim reports the run that holds it."""
+    """The intake API: authorize, limit, record the content's arrival in the month (refused as
+    `superseded` if a later one replaced it), claim the revision, register the report in its
+    source, launch. Whoever loses the claim reports the run that holds it."""
     check_open(month, is_open)
     source, ref = authorize(sources, reference)
     if ref.month not in (None, month):
         raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")
     admission = admit(source, ref, month, settings, "intake/submit")
+    record_submitted(store, sources, month, arrival_now(admission), settings, "intake/submit")
     existing = existing_run(launcher.runs_tagged(REVISION_TAG, admission.revision))
     if existing is not None:  # also finds runs from before claims existed
         detail = f"revision {admission.revision} already has run {existing}"

@@ -23,7 +23,7 @@ from report_pipeline.core.model.messages import (
     StagedReport,
 )
 from report_pipeline.core.model.outcome import ImageOutcome
-from report_pipeline.core.model.records import OutcomeRecord
+from report_pipeline.core.model.records import OutcomeRecord, SourceFile
 from report_pipeline.core.model.settings import TaskSizing, WorkerSettings
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.retention import deadlines
@@ -63,17 +63,24 @@ def stage(
     settings: WorkerSettings, owner: str, pages_per_task: int = TaskSizing.pages_per_task,
     target_units: float = TaskSizing.target_units,
     expected_hash: str = "",
+    source_file: SourceFile | None = None,
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.
 
     Planning happens here because the PDF is already open: one task per page group, and the
     plan (expected images per page) is kept in the archive. A revision that already has a
-    complete manifest is neither staged nor planned again.
+    complete manifest is neither staged nor planned again. `source_file`: which file of the
+    month folder this is, as intake chose it; staging adds its pages, bytes and sha256.
     """
     with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
         found = identify(source, workdir, source_name, month, settings, expected_hash)
         ref, checked = found.ref, found.inspection
-        staged = StagedReport(ref, checked.pages, found.size, superseded, False, checked.facts)
+        used = source_file and replace(
+            source_file, bytes=found.size, sha256=ref.source_hash, pages=checked.pages
+        )
+        staged = StagedReport(
+            ref, checked.pages, found.size, superseded, False, checked.facts, used
+        )
         if current_for(store, ref) is not None or complete_manifest(store, ref) is not None:
             return replace(staged, reused=True), []  # the month holds it (publish says how)
         walked = _image_counts(found.path, checked.pages, settings)

@@ -14,7 +14,16 @@ from report_pipeline.core.model.records import ChildRecord, Manifest
 
 
 def staged_metadata(staged: StagedReport) -> dict[str, Any]:
+    """What the step staged, and which file of the month folder it was (its name within the
+    folder, never a path) with the files it superseded."""
+    file = staged.source_file
+    chosen = {
+        "source_file": file.name,
+        "source_arrived_at": file.arrived_at,
+        "superseded_files": ", ".join(file.superseded),
+    } if file else {}  # fmt: skip
     return {
+        **chosen,
         "report_id": staged.ref.report_id,
         "revision": staged.ref.revision,
         "source_sha256": staged.ref.source_hash,

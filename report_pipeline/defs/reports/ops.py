@@ -1,18 +1,12 @@
 """The ops of `report_manifest`: thin adapters from Dagster to the core worker functions."""
 
-from contextlib import ExitStack
-
 import dagster as dg
 from pydantic import Field
 
 from report_pipeline.core.archive import archive as core_archive
 from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.intake.submission import (
-    REVISION_TAG,
-    check_open,
-    open_for_run,
-    revision_tags,
-)
+from report_pipeline.core.intake.month_report import NotLatest, choose_for_run, opened_for_run
+from report_pipeline.core.intake.submission import REVISION_TAG, check_open, revision_tags
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.messages import (
@@ -39,13 +33,14 @@ from report_pipeline.defs.reports.metadata import (
     task_metadata,
 )
 from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS, month_check_results
-from report_pipeline.defs.reports.no_report import NO_REPORT, record_no_report
+from report_pipeline.defs.reports.no_report import NO_REPORT, record_no_report, record_not_latest
 
 
 class StageReportConfig(dg.Config):
     """Which report a run stages, and how its pages are grouped into steps. Left empty (UI
-    launches, backfills): the primary inbox's newest report for the month, grouped as the
-    `settings` resource says. Intake (sensor, `submit`) fills source, report_key, source_hash."""
+    launches, backfills): the month's report, the file whose content arrived last (docs/intake.md),
+    grouped as the `settings` resource says. Intake (sensor, `submit`) fills source, report_key,
+    source_hash; a run whose content a later arrival has superseded extracts nothing."""
 
     source: str = Field("", description="the source's name; empty: the primary inbox")
     report_key: str = Field("", description="opaque key of the file chosen at intake")
@@ -77,41 +72,47 @@ def stage_report(
     settings: WorkerResource,
     checks: CheckSettingsResource,
 ):
-    """Read the report chosen at intake (or the month's newest), authorized again, stream it
-    into the private store with a byte cap, check the %PDF signature, page count and encryption,
-    compute the idempotency key, and fan out: one page group per step (mapping key page_0001 or
-    pages_0001_0070), sized by `pages_per_task` (run config, else the settings resource).
-    A month with no report in the inbox ends here, without failing (defs/reports/no_report.py)."""
+    """Read the report chosen at intake (or the month's report: the file whose content arrived
+    last), authorized again, stream it into the private store with a byte cap, check the %PDF
+    signature, page count and encryption, compute the idempotency key, and fan out: one page
+    group per step (mapping key page_0001 or pages_0001_0070), sized by `pages_per_task` (run
+    config, else the settings resource). A month with no report in the inbox, and intake's run
+    of a report a later arrival superseded, end here without failing (defs/reports/no_report.py).
+    The step's metadata names the file used and the files it superseded."""
     month = context.partition_key
     pages_per_task = config.pages_per_task or settings.pages_per_task
 
-    def work() -> tuple[StagedReport, list[PageTask]] | RefusedInput:
+    def work() -> tuple[StagedReport, list[PageTask]] | RefusedInput | NotLatest:
         check_open(month, monthly_partitions.has_partition_key)
-        source, worker_settings = inbox.source(config.source), settings.settings()
-        with ExitStack() as stack:
-            try:
-                path, superseded = stack.enter_context(
-                    open_for_run(source, month, config.report_key, worker_settings, owner(context))
-                )
-            except RefusedInput as refused:
-                if refused.code == NO_REPORT:  # an ordinary month with nothing in it
-                    return refused
-                raise
+        named, worker_settings = inbox.source(config.source), settings.settings()
+        sources, backend, runner = inbox.report_sources(), store.get_store(), owner(context)
+        try:
+            chosen = choose_for_run(
+                backend, sources, month, worker_settings, runner, named.name, config.report_key,
+                config.source_hash,
+            )  # fmt: skip
+        except RefusedInput as refused:
+            if refused.code == NO_REPORT:  # an ordinary month with nothing in it
+                return refused
+            raise
+        if isinstance(chosen, NotLatest) or chosen.archived is not None:
+            return chosen if isinstance(chosen, NotLatest) else (chosen.archived, [])
+        with opened_for_run(sources, chosen, worker_settings, runner) as path:
             return worker.stage(
-                store.get_store(), path, source.name, month, superseded, worker_settings,
-                owner(context), pages_per_task, settings.target_task_units,
-                expected_hash=config.source_hash,
+                backend, path, chosen.source, month, len(chosen.file.superseded),
+                worker_settings, runner, pages_per_task, settings.target_task_units,
+                expected_hash=chosen.sha256, source_file=chosen.file,
             )  # fmt: skip
 
     found = guarded(context, work)
-    if isinstance(found, RefusedInput):
-        why = found.message
-        guarded(
-            context, lambda: record_no_report(context, store.get_store(), checks.thresholds(), why)
-        )
+    if isinstance(found, RefusedInput | NotLatest):
+        why, thresholds = found.message, checks.thresholds()
+        record = record_no_report if isinstance(found, RefusedInput) else record_not_latest
+        guarded(context, lambda: record(context, store.get_store(), thresholds, why))
         return
     staged, tasks = found
-    tag_run_with_revision(context, staged, config.source or inbox.name)
+    chosen_source = staged.source_file.source if staged.source_file else inbox.name
+    tag_run_with_revision(context, staged, chosen_source)
     if not staged.reused:  # one run per revision extracts it (defs/reports/claiming.py)
         claim = guarded(context, lambda: claim_for_run(context, store.get_store(), staged))
         if not claim.won:

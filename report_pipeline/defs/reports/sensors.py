@@ -6,7 +6,7 @@ import time
 
 import dagster as dg
 
-from report_pipeline.core.intake import claims, watch
+from report_pipeline.core.intake import claims, month_report, watch
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.submission import REVISION_TAG, admit
 from report_pipeline.core.model.settings import WorkerSettings
@@ -23,9 +23,12 @@ from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.ops import stage_report_run_config
 
 MINIMUM_INTERVAL_SECONDS = 30
-# Reports read (streamed, hashed, checked) per tick: keeps a tick of a large backlog well inside
-# Dagster's sensor timeout (60 s); the rest are read on the following ticks.
+# Reports admitted (streamed, hashed, checked) per tick: keeps a tick of a large backlog well
+# inside Dagster's sensor timeout (60 s); the rest are read on the following ticks.
 MAX_READS_PER_TICK = 10
+# Bytes hashed per tick to learn which content files hold (a month's first look reads every
+# file once). Checked between months, so no month's look is cut in two; the rest wait a tick.
+MAX_BYTES_HASHED_PER_TICK = 256 * 1024 * 1024
 
 
 def _consider(
@@ -33,10 +36,10 @@ def _consider(
     settings: WorkerSettings, store: Store, primary: str,
 ) -> dg.RunRequest | str:  # fmt: skip
     """A run request for the month's new report, or why there is none."""
-    where = f"{change.source.name} {change.month}"
-    primary_month = change.source.name == primary
+    where = watch.where(change.entry)
     # A UI launch or backfill of the month will stage this report: it claims it, not the sensor.
-    if primary_month and (pending := unresolved_run(context.instance, change.month)):
+    pending = change.source.name == primary and unresolved_run(context.instance, change.month)
+    if pending:
         watch.defer(cursor, change)
         return f"{where}: run {pending} has not read its report yet; looking again next tick"
     try:
@@ -45,6 +48,9 @@ def _consider(
         watch.record(cursor, change, refused=refused.code)
         context.log.warning(f"{where}: refused ({refused.code}): {refused.message}")
         return f"{where}: refused ({refused.code}): {refused.message}"
+    if admission.source_hash != change.sha256:
+        watch.defer(cursor, change)
+        return f"{where}: changed while it was read; looking again next tick"
     if not watch.record(cursor, change, source_hash=admission.source_hash):
         return f"{where}: same bytes as revision {admission.revision}; nothing new"
     runs = context.instance.get_runs(
@@ -66,16 +72,26 @@ def _consider(
 
 
 def _changes(
-    inbox: InboxResource, cursor: watch.Cursor, now: int, sweep: bool, notes: list[str]
-) -> list[watch.Change]:
+    inbox: InboxResource, store: Store, settings: WorkerSettings, cursor: watch.Cursor, now: int,
+    sweep: bool, notes: list[str],
+) -> list[watch.Change]:  # fmt: skip
+    """Each changed month decided by the one rule, what it read recorded in the month's ledger;
+    the months whose report the cursor has not considered."""
+    sources = inbox.report_sources()
     settle_ns = inbox.settle_seconds * 1_000_000_000
-    return [
-        change
-        for source in inbox.report_sources()
-        for change in watch.changed_heads(
-            source, cursor, now, settle_ns, sweep, monthly_partitions.has_partition_key, notes
-        )
-    ]
+    listings = watch.changed_months(
+        sources, cursor, now, settle_ns, sweep, monthly_partitions.has_partition_key, notes
+    )
+    changes = []
+    with month_report.reader(sources, settings, "intake/sensor") as read:
+        looks = watch.BudgetedLooks(store, read, MAX_BYTES_HASHED_PER_TICK, now)
+        for listing in listings:
+            decision = looks.look(listing, notes)
+            change = decision and watch.judge(cursor, listing, decision, sweep, notes)
+            if change:
+                changes.append(change)
+        looks.note_waiting(notes)
+    return changes
 
 
 def build_new_report_sensor(
@@ -87,17 +103,19 @@ def build_new_report_sensor(
         context: dg.SensorEvaluationContext, inbox: InboxResource, store: StoreResource,
         settings: WorkerResource,
     ) -> dg.SensorResult:  # fmt: skip
-        """Watches every configured report source. A new or changed report in a month folder
-        is authorized and checked against the input limits (bytes, %PDF, pages, encryption)
+        """Watches every configured report source. Each month's report is the file whose
+        content arrived last (a new sha256, not a newer mtime; docs/intake.md). A new one is
+        authorized and checked against the input limits (bytes, %PDF, pages, encryption)
         before anything runs, then requested as that month's partition with the revision as
-        run key. Identical bytes, under any name, start nothing; refusals are reported on the
-        tick. The cursor remembers each month folder, so a quiet tick reads no report."""
+        run key. Identical bytes, under any name, start nothing; refusals and files that are
+        not the month's report are reported on the tick, by their name within the month folder.
+        Every tick lists each month's files; one whose files did not change reads nothing."""
         cursor, now = watch.Cursor.loads(context.cursor), time.time_ns()
         sweep = cursor.sweep_due(now)
         notes: list[str] = []
         requests: list[dg.RunRequest] = []
-        changes = _changes(inbox, cursor, now, sweep, notes)
         worker, claim_store = settings.settings(), store.get_store()
+        changes = _changes(inbox, claim_store, worker, cursor, now, sweep, notes)
         for change in changes[:MAX_READS_PER_TICK]:
             outcome = _consider(context, change, cursor, worker, claim_store, inbox.name)
             if isinstance(outcome, dg.RunRequest):
