@@ -24,7 +24,10 @@ EXIT_ERROR = 5  # anything unexpected: one line on stderr, never a traceback
 # submit: one exit code per refusal class; 0 = launched, or a duplicate (the existing run id).
 SUBMIT_CLASSES = {
     "authorization": (10, ("not_authorized",)),
-    "reference": (11, ("missing", "not_regular", "changed", "unknown_source", "superseded")),
+    "reference": (
+        11,
+        ("missing", "not_regular", "changed", "unknown_source", "superseded", "still_arriving"),
+    ),
     "month": (12, ("bad_month", "unknown_partition", "month_mismatch")),
     "size": (13, ("too_large",)),
     "signature": (14, ("not_pdf",)),
@@ -155,6 +158,7 @@ def _submit(args: argparse.Namespace) -> int:
             done = submit(
                 args.ref, args.month, built.inbox.report_sources(), built.settings.settings(),
                 monthly_partitions.has_partition_key, launcher, built.store.get_store(),
+                built.inbox.settle_seconds,
             )  # fmt: skip
     except RefusedInput as refused:
         name, code = _refusal_class(refused.code)

@@ -62,8 +62,8 @@ def test_a_tick_with_only_refusals_says_why_it_skipped(tick, drop):
     skipped = tick()
     assert skipped.run_requests == []
     assert skipped.skip_reason.skip_message == (
-        "inbox 2026-10/Secret Plans.pdf: refused (not_pdf): file does not start with a %PDF "
-        "signature"
+        "inbox 2026-10/Secret Plans.pdf: refused (not_pdf): no %PDF- signature within the first "
+        "1,024 bytes"
     )
 
 

@@ -77,7 +77,7 @@ CASES = [  # (refusal class, code, message, how to make the reference, month)
      lambda env, drop: drop("no_images.pdf", folder="2026-08"), "2026-09"),
     ("size", "too_large", "report is larger than 268435456 bytes",
      lambda env, drop: oversized(env / "inbox" / "uploads"), "2026-09"),
-    ("signature", "not_pdf", "file does not start with a %PDF signature",
+    ("signature", "not_pdf", "no %PDF- signature within the first 1,024 bytes",
      lambda env, drop: drop("not_a_pdf.pdf", folder="uploads"), "2026-09"),
     ("pages", "too_many_pages", "PDF has 2001 pages; the limit is 2000",
      lambda env, drop: too_many_pages(env / "inbox" / "uploads"), "2026-09"),

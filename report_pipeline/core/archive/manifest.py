@@ -105,6 +105,7 @@ def build_manifest(
         permissions=facts.permissions,
         shared_page_nodes=facts.shared_page_nodes,
         source_file=source_file,
+        signature_offset=facts.signature_offset or None,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,6 +24,9 @@ from report_pipeline.core.scratch.workdir import private_file
 from report_pipeline.core.storage import store as storage
 
 INSPECTION_FAILED = "inspection_failed"  # an unexpected error while a report was looked at
+# Where `%PDF-` may start, as PDF readers accept it (bytes before it: a mail header, a polyglot);
+# how many bytes precede it is recorded (SourceFacts.signature_offset)
+SIGNATURE_WINDOW = 1024
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
@@ -143,8 +146,10 @@ def inspect_pdf(path: Path, limits: Limits) -> Inspection:
     Whatever MuPDF raises while the report is looked at becomes a refusal, never a traceback.
     """
     with open(path, "rb") as handle:
-        if b"%PDF-" not in handle.read(1024):
-            raise RefusedInput("not_pdf", "file does not start with a %PDF signature")
+        offset = handle.read(SIGNATURE_WINDOW).find(b"%PDF-")
+    if offset < 0:
+        raise RefusedInput("not_pdf", f"no %PDF- signature within the first "
+                           f"{SIGNATURE_WINDOW:,} bytes")  # fmt: skip
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception:  # MuPDF raises several types for files it cannot open, even repaired
@@ -164,7 +169,7 @@ def inspect_pdf(path: Path, limits: Limits) -> Inspection:
         raise RefusedInput(
             "too_many_pages", f"PDF has {inspection.pages} pages; the limit is {limits.max_pages}"
         )
-    return inspection
+    return replace(inspection, facts=replace(inspection.facts, signature_offset=offset))
 
 
 PERMISSIONS = {  # what an encrypted PDF's /P grants, by name

@@ -188,8 +188,10 @@ def _archived(
     if manifest is None:
         return None
     permissions = tuple(manifest.permissions or ())
-    facts = SourceFacts(manifest.repaired, bool(manifest.encrypted), permissions,
-                        manifest.shared_page_nodes or 0)  # fmt: skip
+    facts = SourceFacts(
+        manifest.repaired, bool(manifest.encrypted), permissions,
+        manifest.shared_page_nodes or 0, manifest.signature_offset or 0,
+    )  # fmt: skip
     pages = manifest.counts.pages
     file = SourceFile(report.source, report.name, report.bytes, report.sha256, pages,
                       report.arrived_at, superseded)  # fmt: skip

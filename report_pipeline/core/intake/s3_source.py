@@ -92,6 +92,9 @@ class S3PrefixSource:
             raise RefusedInput("not_authorized", "reference is outside its source")
         return f"{self.prefix}{ref.rel}"
 
+    def changed_ns(self, ref: ReportRef) -> int:
+        return int(self._head(self._key(ref))["LastModified"].timestamp() * 1e9)
+
     def _head(self, key: str) -> dict:
         with mapped("head", self.label):
             try:

@@ -83,6 +83,10 @@ class ReportSource(Protocol):
     def register(self, ref: ReportRef, month: str, source_hash: str, size: int) -> ReportRef:
         """Make the validated file the month's report in this source; returns where it is."""
 
+    def changed_ns(self, ref: ReportRef) -> int:
+        """When the ref's bytes last changed (ns since the epoch), re-authorized: the later of
+        mtime and ctime locally, LastModified on S3."""
+
 
 def registered_name(source_hash: str) -> str:
     """Content-addressed: registering the same bytes twice finds the first copy."""
@@ -154,6 +158,10 @@ class LocalInboxSource:
     @contextmanager
     def opened(self, ref: ReportRef, workdir: Path, max_bytes: int) -> Iterator[Path]:
         yield self.path_of(ref)
+
+    def changed_ns(self, ref: ReportRef) -> int:
+        info = os.stat(self.path_of(ref))
+        return max(info.st_mtime_ns, info.st_ctime_ns)
 
     def register(self, ref: ReportRef, month: str, source_hash: str, size: int) -> ReportRef:
         if ref.month == month and eligible(ref.rel.rsplit("/", 1)[-1]):

@@ -125,6 +125,31 @@ def _admit(
                      checked.pages, checked.facts)  # fmt: skip
 
 
+STILL_ARRIVING = "still_arriving"
+
+
+def quiet(
+    source: ReportSource,
+    ref: ReportRef,
+    settle_seconds: float,
+    clock=time.time_ns,
+    sleep=time.sleep,
+) -> int:
+    """The file's last change, once it has been quiet for `settle_seconds` (the sensor's rule
+    for a file still arriving): a file changed more recently is waited for once, and refused as
+    `still_arriving` if it changed again meanwhile."""
+    changed = source.changed_ns(ref)
+    wait = settle_seconds - (clock() - changed) / 1e9
+    if wait <= 0:
+        return changed
+    sleep(wait)
+    if source.changed_ns(ref) != changed:
+        raise RefusedInput(STILL_ARRIVING, f"the report is still being written (it changed within "
+                           f"the last {settle_seconds:g} s); submit it again once it is "
+                           "complete")  # fmt: skip
+    return changed
+
+
 def existing_run(runs: Sequence[tuple[str, str]]) -> str | None:
     """The run id that makes a new launch a duplicate: a successful run first, else a live one."""
     for status in LIVE_OR_DONE:
@@ -161,16 +186,21 @@ class Submitted:
 
 def submit(
     reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
-    is_open: Callable[[str], bool], launcher: Launcher, store: Store,
+    is_open: Callable[[str], bool], launcher: Launcher, store: Store, settle_seconds: float = 0,
 ) -> Submitted:  # fmt: skip
-    """The intake API: authorize, limit, record the content's arrival in the month (refused as
-    `superseded` if a later one replaced it), claim the revision, register the report in its
-    source, launch. Whoever loses the claim reports the run that holds it."""
+    """The intake API: authorize, wait for the file to be quiet (the sensor's rule), limit,
+    record the content's arrival in the month (refused as `superseded` if a later one replaced
+    it), claim the revision, register the report in its source, launch. Whoever loses the claim
+    reports the run that holds it."""
     check_open(month, is_open)
     source, ref = authorize(sources, reference)
     if ref.month not in (None, month):
         raise RefusedInput("month_mismatch", f"reference is in the {ref.month} folder, not {month}")
+    changed = quiet(source, ref, settle_seconds)
     admission = admit(source, ref, month, settings, "intake/submit")
+    if source.changed_ns(ref) != changed:
+        raise RefusedInput(STILL_ARRIVING, "the report changed while it was read: it is still "
+                           "being written; submit it again once it is complete")  # fmt: skip
     record_submitted(store, sources, month, arrival_now(admission), settings, "intake/submit")
     existing = existing_run(launcher.runs_tagged(REVISION_TAG, admission.revision))
     if existing is not None:  # also finds runs from before claims existed

@@ -112,6 +112,7 @@ class SourceFacts:
     encrypted: bool = False  # encrypted, but it opens without a password (permissions only)
     permissions: tuple[str, ...] = ()  # what the encryption grants: print, copy, ...
     shared_page_nodes: int = 0  # page-tree nodes referenced more than once (read each time)
+    signature_offset: int = 0  # bytes before `%PDF-` (readers accept it within the first 1,024)
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ class Manifest:
     # schema 4 (None in older manifests, and then left out of the JSON)
     source_file: SourceFile | None = None
     superseded_by: str | None = None  # a tombstone's: the month's revision that replaced it
+    signature_offset: int | None = None  # bytes before `%PDF-`; None (absent) when there are none
 
 
 def percentile(values: list[float], pct: float) -> float:

@@ -38,7 +38,7 @@ JSON_CAP = 64 * 1024 * 1024  # the most a manifest or a step's JSON record may h
 # schema (so it keeps its bytes when written back).
 _OPTIONAL = (
     "expired_at", "deleted", "encrypted", "permissions", "shared_page_nodes", "previous_revision",
-    "source_file", "superseded_by",
+    "source_file", "superseded_by", "signature_offset",
 )  # fmt: skip
 
 
