@@ -71,19 +71,24 @@ def head_for(new: Manifest, old: Manifest | None, now: datetime) -> MonthHead:
     )  # fmt: skip
 
 
+_UNSEEN = object()  # make_current's `seen` when the caller read nothing
+
+
 def make_current(
-    store: Store, new: Manifest, basis: str, now: datetime, seen: months.Current | None = None
+    store: Store, new: Manifest, basis: str, now: datetime, seen: object = _UNSEEN
 ) -> Manifest:
     """Make the complete revision `new` the month's current one, unless the month's current
     revision is newer; returns the month's manifest now. `new` was built on the month's
     revision `basis` ("" for none: decisions carried, its deadline kept); if another revision
     landed meanwhile, that one's decisions are carried before `new` replaces it. `seen`: the
-    month as the caller just read it (`months.current(..., besides=new)`), saving a read."""
+    month as the caller just read it (`months.current(..., besides=new)`, None included),
+    saving a read."""
     unrecorded = False  # the month had no record: revisions may have piled up beside it
     for attempt in range(_TRIES):
-        now_current = seen if attempt == 0 and seen else months.current(
+        now_current = seen if attempt == 0 and seen is not _UNSEEN else months.current(
             store, new.month, besides=new.parent_revision
         )  # fmt: skip
+        assert now_current is None or isinstance(now_current, months.Current)
         old = now_current.manifest if now_current and now_current.live else None
         if old is not None and old.parent_revision == new.parent_revision:
             return new  # already the month's (a rerun)
