@@ -33,6 +33,10 @@ class Limits:
     # True: a PDF encrypted with an empty user password (it opens without one, as in every
     # viewer; only its permission flags differ) is refused as `encrypted` too
     refuse_encrypted: bool = False
+    # True: images a viewer does not show (optional content that is off, hidden or NoView
+    # annotations: core/worker/visibility.py) are decoded and archived like the rest, each
+    # record still saying why it is hidden; False: they are records of state `hidden`, never read
+    archive_hidden: bool = False
 
 
 @dataclass(frozen=True)
