@@ -19,7 +19,9 @@ from pathlib import Path
 # 5: archived PNGs hold pixels only (no source ICC, EXIF or text), a JPEG whose components
 # disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
 # fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
-EXTRACTOR_VERSION = "5"
+# 6: what a viewer does not show (optional content off, hidden annotations) is recorded hidden
+# and not archived, and patterns and soft masks count at each paint that uses them.
+EXTRACTOR_VERSION = "6"
 
 
 @dataclass(frozen=True)
