@@ -37,3 +37,21 @@ def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(run
     assert tuple(drawn) == IMAGES
     manifest = run_fixture("type3_cases.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == sum(IMAGES)
+
+
+def test_a_glyph_shown_hidden_and_shown_again_is_one_hidden_and_one_shown_record(tmp_path):
+    """Page 5 of image_paths.pdf, its glyph `a` shown inside a layer that is off, then outside."""
+    with pymupdf.open(fixture_pdf("image_paths.pdf")) as doc:
+        page = doc[TYPE3_PAGE - 1]
+        off = doc.get_new_xref()
+        doc.update_object(off, "<</Type /OCG /Name (Off)>>")
+        doc.xref_set_key(doc.pdf_catalog(), "OCProperties",
+                         f"<</OCGs [{off} 0 R] /D <</OFF [{off} 0 R]>>>>")  # fmt: skip
+        resources = doc.xref_get_key(page.xref, "Resources")[1].split()[0]
+        doc.xref_set_key(int(resources), "Properties", f"<</L {off} 0 R>>")
+        content = b"/OC /L BDC BT /T3 9 Tf (a) Tj ET EMC BT /T3 9 Tf (aa) Tj ET"
+        doc.update_stream(page.get_contents()[0], content)
+        refs = page_images(doc, TYPE3_PAGE)
+    assert [(r.origin, r.hidden) for r in refs] == [
+        ("type3/xobject", "optional_content_off"), ("type3/xobject", "")
+    ]  # fmt: skip

@@ -73,6 +73,26 @@ def test_a_repaired_report_says_so_on_the_step_and_the_asset(inbox, materialize,
     assert "report refused (damaged)" in failure.step_failure_data.error.message
 
 
+def test_hidden_images_are_accounted_for_unarchived_unless_the_settings_archive_them(
+    inbox, materialize, tmp_path
+):
+    """hidden_content.pdf: 7 images shown, 11 a viewer does not show (fixtures/_hidden.py)."""
+    inbox("hidden_content.pdf")
+    result = materialize()
+    meta = materialization(result)
+    assert result.success and (meta["archived"], meta["hidden"], meta["state"]) == (
+        7,
+        11,
+        "complete",
+    )
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["manifest_complete"] and checks["quarantine_rate"]
+    inbox("hidden_content.pdf", month="2026-09")
+    keeping = WorkerResource(work_root=str(tmp_path / "w"), archive_hidden=True)
+    meta = materialization(materialize("2026-09", settings=keeping))
+    assert (meta["archived"], meta["hidden"], meta["state"]) == (18, 0, "complete")
+
+
 def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
     inbox("repeated_image.pdf")
     result = materialize(settings=WorkerResource(work_root=str(tmp_path / "w"), pages_per_task=1))

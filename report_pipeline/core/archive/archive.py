@@ -30,7 +30,7 @@ def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None)
         sequence=0,
         page=outcome.page,
         index=outcome.index,
-        state="archived" if archived else "quarantined",
+        state=_STATES.get(outcome.state, "quarantined"),
         attempts=attempt,
         validated_first_attempt=attempt == 1,  # its outcome, either way, on the first attempt
         queued_at=queued_at,
@@ -53,7 +53,11 @@ def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None)
         xref=outcome.xref,
         md5=record.md5 if key else None,  # of the object's bytes, at upload
         notes=outcome.notes,
+        hidden=outcome.hidden,
     )
+
+
+_STATES = {"validated": "archived", "hidden": "hidden"}  # the worker's verdict -> the child's
 
 
 def archive(
@@ -71,7 +75,7 @@ def archive(
     store_json.write_children(store, children_key, children)
     store.delete_many([extracted.outcomes_key])  # S3: one request (delete asks HEAD first)
     quarantined = sum(c.state == "quarantined" for c in children)
-    archived = len(children) - quarantined
+    archived = sum(c.state == "archived" for c in children)
     result = ArchivedTask(
         task, children_key, archived, quarantined, extracted.new_objects, attempt,
         extracted.peak_rss_kib,

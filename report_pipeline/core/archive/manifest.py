@@ -26,15 +26,18 @@ from report_pipeline.core.model.records import (
 def _page_rows(
     expected: dict[int, int], children: list[ChildRecord], broken: dict[int, int]
 ) -> tuple[PageRow, ...]:
-    """A page is complete when its expected images are accounted for and none of its streams
-    broke off (what a broken stream would have drawn after the break is unknown)."""
+    """A page is complete when its expected images are accounted for (archived, quarantined or
+    hidden: not shown, and not archived) and none of its streams broke off (what a broken
+    stream would have drawn after the break is unknown)."""
     states = Counter((c.page, c.state) for c in children)
     rows = []
     for page, count in sorted(expected.items()):
         archived, quarantined = states[(page, "archived")], states[(page, "quarantined")]
-        done = archived + quarantined == count and not broken.get(page)
+        hidden = states[(page, "hidden")]
+        done = archived + quarantined + hidden == count and not broken.get(page)
         state = "complete" if done else "incomplete"
-        rows.append(PageRow(page, count, archived, quarantined, state, broken.get(page, 0)))
+        rows.append(PageRow(page, count, archived, quarantined, state, broken.get(page, 0),
+                            hidden))  # fmt: skip
     return tuple(rows)
 
 
@@ -61,6 +64,7 @@ def _counts(expected: dict[int, int], children: list[ChildRecord], pages: int | 
         distinct_images=len(distinct),
         duplicate_occurrences=len(archived) - len(distinct),
         archived_bytes=sum(distinct.values()),
+        hidden=sum(c.state == "hidden" for c in children),
     )
 
 
@@ -79,12 +83,12 @@ def build_manifest(
     broken: dict[int, int] | None = None,
     source_file: SourceFile | None = None,
 ) -> Manifest:
-    """The parent is complete only when archived + quarantined equals the expected count,
-    every one of the report's `pages` (as intake counted them) has its row, and no page's walk
-    met a broken stream (`broken`: page -> streams that broke off)."""
+    """The parent is complete only when archived + quarantined + hidden equals the expected
+    count, every one of the report's `pages` (as intake counted them) has its row, and no
+    page's walk met a broken stream (`broken`: page -> streams that broke off)."""
     broken = broken or {}
     counts = _counts(expected, children, pages)
-    accounted = counts.archived + counts.quarantined == counts.expected
+    accounted = counts.archived + counts.quarantined + counts.hidden == counts.expected
     complete = accounted and counts.pages_unaccounted == 0 and not broken
     return Manifest(
         schema_version=SCHEMA_VERSION,

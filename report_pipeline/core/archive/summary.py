@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from report_pipeline.core.archive.manifest import quarantine_reasons
 from report_pipeline.core.model import keys
 from report_pipeline.core.model.current import MonthHead
@@ -24,6 +26,7 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
         f"  duplicate occurrences {counts.duplicate_occurrences}",
         f"  quarantined           {counts.quarantined}",
         *(f"    {n} x {reason}" for reason, n in reasons),
+        *not_shown(manifest),
         *reviewed(manifest),
         f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% "
         "settled, no retry",
@@ -57,11 +60,27 @@ def provenance(manifest: Manifest, chain: list[MonthHead]) -> str:
     return "\n".join(lines)
 
 
+def not_shown(manifest: Manifest) -> list[str]:
+    """A `hidden` section: the occurrences a viewer does not show, left unarchived, per reason,
+    and those archived all the same (Limits.archive_hidden); no lines when there are none."""
+    left = Counter(c.hidden for c in manifest.children if c.state == "hidden")
+    kept = sum(1 for c in manifest.children if c.hidden and c.state != "hidden")
+    if not left and not kept:
+        return []
+    lines = [f"  hidden                {sum(left.values())} not shown, not archived"]
+    lines += [f"    {n} x {reason}" for reason, n in sorted(left.items())]
+    return lines + ([f"    {kept} more not shown, archived all the same"] if kept else [])
+
+
 def page_counts(manifest: Manifest) -> str:
-    """One line per page: its images, how many were archived and quarantined, its state."""
-    lines = ["  page  images  archived  quarantined  state"]
+    """One line per page: its images, how many were archived and quarantined (and left hidden,
+    when any page has some), its state."""
+    hidden = any(p.hidden for p in manifest.pages)
+    lines = ["  page  images  archived  quarantined" + ("  hidden" if hidden else "") + "  state"]
     lines += [
-        f"  {p.page:>4}  {p.expected:>6}  {p.archived:>8}  {p.quarantined:>11}  {p.state}"
+        f"  {p.page:>4}  {p.expected:>6}  {p.archived:>8}  {p.quarantined:>11}"
+        + (f"  {p.hidden:>6}" if hidden else "")
+        + f"  {p.state}"
         for p in manifest.pages
     ]
     return "\n".join(lines)
@@ -72,9 +91,11 @@ def page_occurrences(manifest: Manifest, page: int) -> str:
     lines = [f"page {page} of {manifest.report_id}  revision {manifest.parent_revision}"]
     for c in (c for c in manifest.children if c.page == page):
         why = f"{c.quarantine_reason}: {c.quarantine_detail or ''}".rstrip(": ")
+        hidden = c.hidden if c.state == "hidden" else f"hidden: {c.hidden}"
         lines += [
             f"  #{c.sequence}  {c.origin}  {c.state}"
-            + (f" ({why})" if c.quarantine_reason else ""),
+            + (f" ({why})" if c.quarantine_reason else "")
+            + (f" ({hidden})" if c.hidden else ""),
             f"      {c.format or c.declared_type}  {c.width}x{c.height}  {_size(c)}"
             f"  sha256 {c.content_hash or '-'}",
             f"      {c.object_key or '-'}",
@@ -108,7 +129,10 @@ def _decision(review: Review) -> str:
 
 
 def _size(child: ChildRecord) -> str:
-    """What is kept of it: a quarantined image's evidence is its raw stream, as the PDF held it."""
+    """What is kept of it: a quarantined image's evidence is its raw stream, as the PDF held it;
+    of a hidden one, nothing (it was not read)."""
+    if child.state == "hidden":
+        return "not archived"
     if child.state != "quarantined":
         return f"{child.bytes:,} bytes"
     if child.object_key and keys.parse_archive_key(child.object_key).kind == keys.QUARANTINE:

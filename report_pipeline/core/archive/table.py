@@ -23,13 +23,14 @@ COLUMNS = [
     ("sequence", "int", "the occurrence's number in page order"),
     ("page", "int", "page number (1-based)"),
     ("origin", "string", "how the page draws it: xobject, inline, form/xobject, ..."),
-    ("state", "string", "archived | quarantined | expired"),
+    ("state", "string", "archived | quarantined | hidden | expired"),
     ("reason", "string", "quarantine reason, empty when archived"),
     ("content_hash", "string", "sha256 of the normalized PNG (archived images)"),
     ("size", "string", "width x height in pixels"),
     ("format", "string", "archived format (png), empty when quarantined"),
     ("bytes", "int", "bytes of the archived PNG"),
     ("review", "string", "a reviewer's decision on a quarantined image: accepted | rejected"),
+    ("hidden", "string", "why a viewer does not show it (optional_content_off, ...), or empty"),
 ]
 
 
@@ -47,6 +48,7 @@ def rows(manifest: Manifest) -> list[dict[str, str | int]]:
             "format": c.format or "",
             "bytes": c.bytes,
             "review": c.review.decision if c.review else "",
+            "hidden": c.hidden,
         }
         for c in manifest.children
     ]

@@ -33,11 +33,11 @@ def _scope(manifest: Manifest) -> dict[str, Any]:
 
 
 def manifest_complete(manifest: Manifest) -> CheckOutcome:
-    """archived + quarantined = expected, and every page has its row."""
+    """archived + quarantined + hidden = expected, and every page has its row."""
     counts = manifest.counts
     passed = manifest.state in ARCHIVED_STATES
     text = "every image accounted for" if passed else "some images are unaccounted for"
-    keys = ("expected", "accounted", "archived", "quarantined", "pages_unaccounted")
+    keys = ("expected", "accounted", "archived", "quarantined", "hidden", "pages_unaccounted")
     return CheckOutcome(
         "manifest_complete", passed, text,
         {**_scope(manifest), **{k: getattr(counts, k) for k in keys}},
@@ -78,10 +78,15 @@ def first_attempt_validation(manifest: Manifest, limits: Thresholds) -> CheckOut
     )  # fmt: skip
 
 
+def validated(manifest: Manifest) -> int:
+    """The occurrences validated (archived or quarantined): not those left hidden, unread."""
+    return manifest.counts.accounted - manifest.counts.hidden
+
+
 def quarantined_pct(manifest: Manifest) -> float:
-    """Share of the revision's image occurrences quarantined (0.0 for none)."""
-    counts = manifest.counts
-    return round(100 * counts.quarantined / counts.accounted, 2) if counts.accounted else 0.0
+    """Share of the revision's validated image occurrences quarantined (0.0 for none)."""
+    images = validated(manifest)
+    return round(100 * manifest.counts.quarantined / images, 2) if images else 0.0
 
 
 def quarantine_rate(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
@@ -93,7 +98,7 @@ def quarantine_rate(manifest: Manifest, limits: Thresholds) -> CheckOutcome:
         "quarantine_rate", passed,
         f"{pct}% of image occurrences quarantined (threshold {limits.max_quarantine_pct}%)",
         {**_scope(manifest), "quarantined_pct": pct, "threshold_pct": limits.max_quarantine_pct,
-         "quarantined": manifest.counts.quarantined, "images": manifest.counts.accounted},
+         "quarantined": manifest.counts.quarantined, "images": validated(manifest)},
     )  # fmt: skip
 
 

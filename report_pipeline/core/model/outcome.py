@@ -13,7 +13,7 @@ from dataclasses import dataclass
 class ImageOutcome:
     page: int
     index: int
-    state: str  # "validated" or "quarantined"
+    state: str  # "validated", "quarantined" or "hidden" (not shown, not decoded)
     reason: str | None
     detail: str | None
     declared_type: str
@@ -31,3 +31,6 @@ class ImageOutcome:
     # what the archived file leaves out of the source and why (an embedded ICC profile dropped
     # or not applied, core/worker/icc.py); "" when nothing
     notes: str = ""
+    # why a viewer does not show it (optional_content_off, annotation_hidden:
+    # core/worker/visibility.py); "" when it is shown
+    hidden: str = ""

@@ -19,8 +19,12 @@ from report_pipeline.core.model.outcome import ImageOutcome
 # revision was made from (`source_file`), and on a superseded revision its successor
 # (`superseded_by`); a decision names the evidence it was taken on (`review.evidence`); a child
 # says what its archived file leaves out of the source (`notes`, left out when there is nothing).
-SCHEMA_VERSION = 4
-READABLE_SCHEMAS = (1, 2, 3, 4)  # 1: without `md5`; such archives are checked by re-hashing
+# 5: an occurrence a viewer does not show (hidden optional content, a hidden annotation) has
+# state `hidden` unless the deployment archives it, and says why (`hidden`); counts and page rows
+# count them (`hidden`); each left out when there is none. The manifest is complete when
+# archived + quarantined + hidden = expected.
+SCHEMA_VERSION = 5
+READABLE_SCHEMAS = (1, 2, 3, 4, 5)  # 1: without `md5`; such archives are checked by re-hashing
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class ChildRecord:
     sequence: int
     page: int
     index: int
-    state: str  # archived | quarantined (expired in a tombstone)
+    state: str  # archived | quarantined | hidden (expired in a tombstone)
     attempts: int
     # validation settled (archived or quarantined) on the first attempt: no retry, no redelivery
     validated_first_attempt: bool
@@ -71,6 +75,10 @@ class ChildRecord:
     # what the archived file leaves out of the source and why, e.g. an embedded ICC profile
     # dropped over its cap ("": nothing, and then left out of the JSON, as before it was kept)
     notes: str = ""
+    # why a viewer does not show it: optional_content_off | annotation_hidden (state `hidden`,
+    # or `archived` when the deployment archives hidden content); "" when it is shown, and then
+    # left out of the JSON
+    hidden: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,7 @@ class Counts:
     distinct_images: int
     duplicate_occurrences: int
     archived_bytes: int  # of the distinct images
+    hidden: int = 0  # occurrences a viewer does not show, not archived (left out of the JSON at 0)
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,7 @@ class PageRow:
     quarantined: int
     state: str  # complete | incomplete
     broken_streams: int = 0  # content streams that broke off: the page cannot be complete
+    hidden: int = 0  # occurrences not shown and not archived (left out of the JSON at 0)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ from pathlib import Path
 # 5: archived PNGs hold pixels only (no source ICC, EXIF or text), a JPEG whose components
 # disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
 # fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
-EXTRACTOR_VERSION = "5"
+# 6: what a viewer does not show (optional content off, hidden annotations) is recorded hidden
+# and not archived, and patterns and soft masks count at each paint that uses them.
+EXTRACTOR_VERSION = "6"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,10 @@ class Limits:
     # True: a PDF encrypted with an empty user password (it opens without one, as in every
     # viewer; only its permission flags differ) is refused as `encrypted` too
     refuse_encrypted: bool = False
+    # True: images a viewer does not show (optional content that is off, hidden or NoView
+    # annotations: core/worker/visibility.py) are decoded and archived like the rest, each
+    # record still saying why it is hidden; False: they are records of state `hidden`, never read
+    archive_hidden: bool = False
 
 
 @dataclass(frozen=True)

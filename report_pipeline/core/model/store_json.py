@@ -2,10 +2,11 @@
 
 `outcomes.json` (the worker's outcomes of one task), `children/<task>.json` (its child records)
 and `manifest.json` are read and written here and nowhere else (`plan.json`: plan.py).
-Manifests are written as schema 4: schema 1 key for key, plus `md5` on each child that has an
+Manifests are written as schema 5: schema 1 key for key, plus `md5` on each child that has an
 object (left out when there is none, so a schema 1 manifest, read and written back, keeps its
-bytes), a child's `notes` and `review` (left out when empty), and the optional keys of schemas 3
-and 4 (left out when absent); all still read.
+bytes), a child's `notes`, `review` and `hidden` (left out when empty), the optional keys of
+schemas 3 and 4 (left out when absent), and schema 5's hidden counts (left out at 0); all still
+read.
 `outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
 image) is refused: its task must be extracted again.
 """
@@ -66,12 +67,13 @@ def record_to_dict(value: Any) -> Any:
 
 
 def outcome_to_json(record: OutcomeRecord) -> dict[str, Any]:
-    """One flat object: the outcome's fields (`notes` only when there are some), then
-    `object_key`, `md5` and `lease`."""
+    """One flat object: the outcome's fields (`notes` and `hidden` only when there are some),
+    then `object_key`, `md5` and `lease`."""
     extra = {"object_key": record.object_key, "md5": record.md5, "lease": record.lease}
     outcome = record_to_dict(record.outcome)
-    if not outcome["notes"]:
-        del outcome["notes"]  # nothing left out: as outcomes from before notes were kept
+    for key in ("notes", "hidden"):
+        if not outcome[key]:
+            del outcome[key]  # as outcomes from before they were kept
     return {**outcome, **extra}
 
 
@@ -97,6 +99,8 @@ def _without_absent_md5(data: dict[str, Any]) -> dict[str, Any]:
         del data["review"]  # undecided: as manifests without reviews wrote it
     if data.get("notes") == "":
         del data["notes"]  # nothing left out: as manifests from before notes wrote it
+    if data.get("hidden") == "":
+        del data["hidden"]  # shown: as manifests from before schema 5 wrote it
     return data
 
 
@@ -108,6 +112,8 @@ def child_from_json(data: dict[str, Any]) -> ChildRecord:
 def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     """The manifest as a JSON object; a revision that has not expired has no tombstone keys."""
     document = record_to_dict(manifest)
+    if not document["counts"]["hidden"]:
+        del document["counts"]["hidden"]  # none: as manifests before schema 5 wrote it
     document["pages"] = [_without_zero_broken(row) for row in document["pages"]]
     document["children"] = [_without_absent_md5(child) for child in document["children"]]
     for key in _OPTIONAL:
@@ -117,8 +123,9 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
 
 
 def _without_zero_broken(row: dict[str, Any]) -> dict[str, Any]:
-    if not row.get("broken_streams"):
-        row.pop("broken_streams", None)  # a page with none: as schema 1 and 2 wrote it
+    for key in ("broken_streams", "hidden"):
+        if not row.get(key):
+            row.pop(key, None)  # a page with none: as the schemas before the key wrote it
     return row
 
 

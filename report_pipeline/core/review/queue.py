@@ -107,7 +107,8 @@ def find(manifest: Manifest, sequence: int) -> Item:
     for item in items(manifest):
         if sequence in item.sequences:
             return item
-    if any(c.sequence == sequence for c in manifest.children):
-        raise ReviewError("not_quarantined", f"image {sequence} of {manifest.month} is archived, "
+    for child in (c for c in manifest.children if c.sequence == sequence):
+        fate = f"hidden ({child.hidden})" if child.state == "hidden" else "archived"
+        raise ReviewError("not_quarantined", f"image {sequence} of {manifest.month} is {fate}, "
                           "not quarantined: there is nothing to review")  # fmt: skip
     raise ReviewError("unknown_sequence", f"{manifest.month} has no image {sequence}")

@@ -24,7 +24,7 @@ from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.model.store_json import record_to_dict
 from report_pipeline.core.worker import validation
-from report_pipeline.core.worker.extract import Processed, process_image
+from report_pipeline.core.worker.extract import Processed, hidden_outcome, process_image
 from report_pipeline.core.worker.pdf_pages import Draws, ImageRef, expand, open_pdf, page_images
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75
@@ -41,7 +41,8 @@ class Confinement:
 @dataclass(frozen=True)
 class Decoded:
     """One image draw's result. `outcome` is None when it repeats an image decoded earlier in
-    the task (same xref): that image's outcome and object hold for it too."""
+    the task (same xref): that image's outcome and object hold for it too. `hidden`: why a
+    viewer does not show this draw ("" when it does)."""
 
     page: int
     index: int
@@ -49,6 +50,7 @@ class Decoded:
     xref: int
     outcome: ImageOutcome | None
     payload: bytes | None
+    hidden: str = ""
 
 
 class ChildGone(Exception):
@@ -85,9 +87,10 @@ def decoded(message: dict, payload: bytes, poisoned: dict[int, tuple[str, str]])
     if message["t"] == "poisoned":
         return crash_outcome(message, *poisoned[message["xref"]])
     where = (message["page"], message["index"], message["origin"], message["xref"])
+    hidden = message.get("hidden", "")
     if message["t"] == "repeat":
-        return Decoded(*where, None, None)
-    return Decoded(*where, ImageOutcome(**message["outcome"]), payload or None)
+        return Decoded(*where, None, None, hidden)
+    return Decoded(*where, ImageOutcome(**message["outcome"]), payload or None, hidden)
 
 
 def crash_outcome(where: dict, reason: str, detail: str) -> Decoded:
@@ -95,20 +98,23 @@ def crash_outcome(where: dict, reason: str, detail: str) -> Decoded:
     now = iso(utc_now())
     page, index, origin, xref = where["page"], where["index"], where["origin"], where["xref"]
     declared = where.get("declared_type", "unknown")  # the parent read it before the decode
+    hidden = where.get("hidden", "")
     outcome = ImageOutcome(
         page, index, "quarantined", reason, detail, declared, None, where["width"],
-        where["height"], None, None, 0, 0, now, now, origin, xref,
+        where["height"], None, None, 0, 0, now, now, origin, xref, hidden=hidden,
     )  # fmt: skip
-    return Decoded(page, index, origin, xref, outcome, None)
+    return Decoded(page, index, origin, xref, outcome, None, hidden)
 
 
 def _where(ref: ImageRef) -> dict:
     return {"page": ref.page, "index": ref.index, "origin": ref.origin, "xref": ref.xref,
             "width": ref.width, "height": ref.height,
-            "declared_type": validation.declared_type(ref)}  # fmt: skip
+            "declared_type": validation.declared_type(ref), "hidden": ref.hidden}  # fmt: skip
 
 
 def _process(doc, ref: ImageRef, limits: Limits) -> Processed:
+    if ref.hidden and not limits.archive_hidden:
+        return Processed(hidden_outcome(ref), None)  # nothing of it read, nothing decoded
     try:
         return process_image(doc, ref, limits)
     except MemoryError:
@@ -129,13 +135,13 @@ def decode_in_process(
         for page in pages:
             for ref in page_images(doc, page, known.get(page)):
                 where = (ref.page, ref.index, ref.origin, ref.xref)
-                if ref.xref in seen:
-                    yield Decoded(*where, None, None)
+                if ref.xref in seen and not _left_hidden(ref, limits):
+                    yield Decoded(*where, None, None, ref.hidden)
                     continue
                 processed = _process(doc, ref, limits)
-                if ref.xref:
+                if ref.xref and not _left_hidden(ref, limits):
                     seen.add(ref.xref)
-                yield Decoded(*where, processed.outcome, processed.payload)
+                yield Decoded(*where, processed.outcome, processed.payload, ref.hidden)
 
 
 def child_main(sock: socket.socket, path: Path, limits: Limits, limit: Confinement) -> NoReturn:
@@ -162,18 +168,24 @@ def _page(sock: socket.socket, doc, job: dict, limits: Limits, seen: set[int]) -
     known = expand(job["known"]) if "known" in job else None
     for ref in page_images(doc, job["page"], known)[job["start"] :]:
         where = _where(ref)
-        if ref.xref in skip or ref.xref in seen:
+        if (ref.xref in skip or ref.xref in seen) and not _left_hidden(ref, limits):
             kind = "poisoned" if ref.xref in skip else "repeat"
             send(sock, {"t": kind, **where, "cpu": _cpu()})
             continue
         send(sock, {"t": "begin", **where})
         processed = _process(doc, ref, limits)
-        if ref.xref:
+        if ref.xref and not _left_hidden(ref, limits):
             seen.add(ref.xref)
         outcome = record_to_dict(processed.outcome)
         message = {"t": "image", **where, "outcome": outcome, "cpu": _cpu()}
         send(sock, message, processed.payload or b"")
     send(sock, {"t": "done", "page": job["page"], "cpu": _cpu()})
+
+
+def _left_hidden(ref: ImageRef, limits: Limits) -> bool:
+    """A draw a viewer does not show, left undecoded (the deployment does not archive them):
+    its record stands alone, and a shown draw of the same image is decoded for itself."""
+    return bool(ref.hidden) and not limits.archive_hidden
 
 
 def ended(status: int) -> tuple[str, str]:

@@ -1,11 +1,13 @@
 """Every image a page draws, by any path, found by MuPDF's own content-stream interpreter.
 
 A page draws images through its content stream (`Do` of an image XObject, inline `BI … ID …
-EI`), through form XObjects (nested), tiling patterns, soft-mask groups, Type3 glyph procedures,
-and the normal appearance streams of its annotations and form fields. `DrawFinder` is a MuPDF
-content processor that records each of them, in drawing order, with the path that led to it
-(`origin`: "xobject", "inline", "form/xobject", "annotation/form/inline", …). Nothing is
-decoded: image XObjects are looked up by name, inline images are MuPDF's parsed objects.
+EI`), through form XObjects (nested), tiling patterns and soft-mask groups (each time a paint
+uses them: `paints`), Type3 glyph procedures, and the normal appearance streams of its
+annotations and form fields. `DrawFinder` is a MuPDF content processor that records each of
+them, in drawing order, with the path that led to it (`origin`: "xobject", "inline",
+"form/xobject", "annotation/form/inline", …) and, for what a viewer does not show, why
+(`hidden`: `visibility`). Nothing is decoded: image XObjects are looked up by name, inline
+images are MuPDF's parsed objects.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.worker.callbacks import entry, guarded
+from report_pipeline.core.worker.paints import FRESH, Paint, Paints
 from report_pipeline.core.worker.type3 import Type3Glyphs
+from report_pipeline.core.worker.visibility import Visibility
+from report_pipeline.core.worker.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
 # Streams run for one page (forms, patterns, soft masks, glyph procedures, each time it is
@@ -39,6 +44,7 @@ class Draw:
     origin: str
     xref: int
     inline: object = None  # mupdf.FzImage for inline images
+    hidden: str = ""  # why a viewer does not show it (visibility.py); "" when shown
 
 
 class TooManyDraws(Exception):
@@ -53,11 +59,11 @@ class WalkLimit(Exception):
         self.reason, self.detail = reason, detail
 
 
-class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
+class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
-                   "op_sc_pattern", "op_SC_pattern", "op_gs_SMask", "op_Tf"):  # fmt: skip
+                   "op_Tf"):  # fmt: skip
             getattr(self, f"use_virtual_{op}")()
         self.doc, self.limit = doc, limit
         self.draws: list[Draw] = []
@@ -97,37 +103,16 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
         if len(self.draws) >= self.limit:
             self.overflow = True
             return
-        self.draws.append(Draw("/".join([*self.path, kind]), xref, inline))
-
-    @guarded
-    def op_Do_image(self, ctx, name, image) -> None:
-        obj = self._lookup("XObject", name)
-        self._record("xobject", mupdf.pdf_to_num(obj) if obj else 0)
-
-    @guarded
-    def op_BI(self, ctx, image, colorspace_name) -> None:
-        self._record("inline", 0, mupdf.FzImage(mupdf.ll_fz_keep_image(image)))
-
-    @guarded
-    def op_Do_form(self, ctx, name, form) -> None:
-        self.run("form", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)))
-
-    @guarded
-    def op_gs_SMask(self, ctx, smask, cs, bc, luminosity, tr) -> None:
-        self.run("softmask", mupdf.PdfObj(mupdf.ll_pdf_keep_obj(smask)))
-
-    @guarded
-    def op_sc_pattern(self, ctx, name, pat, n, color) -> None:
-        pattern = self._lookup("Pattern", name)
-        if pattern and mupdf.pdf_dict_get_int(pattern, mupdf.PDF_ENUM_NAME_PatternType) == 1:
-            self.run("pattern", pattern)
-
-    op_SC_pattern = op_sc_pattern
+        self.draws.append(Draw("/".join([*self.path, kind]), xref, inline, self.hidden))
 
     # -- running streams -------------------------------------------------------------------
-    def run(self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None) -> None:
-        """Interpret `stream` (a form, pattern, glyph or page content) with its own resources,
-        falling back to the current ones, as MuPDF's renderer does."""
+    def run(
+        self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None,
+        paint: Paint | None = None,
+    ) -> None:  # fmt: skip
+        """Interpret `stream` (a form, pattern, soft mask or glyph) with its own resources,
+        falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
+        graphics state (None: a copy of the current one; a glyph's is fresh)."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
             return
@@ -140,6 +125,9 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
+        outer = (self.paint, self.saved_paints, self.text)
+        self.paint = FRESH if kind == "type3" else paint or self.paint
+        self.saved_paints, self.text = [], None
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -147,6 +135,7 @@ class DrawFinder(Type3Glyphs, mupdf.PdfProcessor2):
         finally:
             self.active.pop()
             self.path.pop()
+            self.paint, self.saved_paints, self.text = outer
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -193,8 +182,9 @@ def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> tuple[lis
         if not finder.invoke():
             break
         finder.path.append("annotation")
+        finder.paint, finder.saved_paints, finder.text = FRESH, [], None
         try:
-            finder.process(lambda a=annot: mupdf.pdf_process_annot(finder, a, finder.cookie))
+            finder.annotation(annot)
         finally:
             finder.path.pop()
     finder.process(lambda: mupdf.pdf_close_processor(finder))

@@ -210,5 +210,15 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
     return Processed(outcome, result.png)
 
 
+def hidden_outcome(ref: ImageRef) -> ImageOutcome:
+    """A draw a viewer does not show, left as it is (not read, not decoded): what its
+    dictionary declares, and why it is hidden."""
+    now = iso(utc_now())
+    return ImageOutcome(
+        ref.page, ref.index, "hidden", None, None, _declared(ref), None, ref.width, ref.height,
+        None, None, 0, 0, now, now, ref.origin, ref.xref, hidden=ref.hidden,
+    )  # fmt: skip
+
+
 def _declared(ref: ImageRef) -> str:
     return inline.declared_type(ref) if ref.inline is not None else validation.declared_type(ref)

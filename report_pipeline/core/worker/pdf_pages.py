@@ -38,23 +38,28 @@ class ImageRef:
     origin: str = "xobject"
     inline: object = field(default=None, compare=False, repr=False)
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
+    hidden: str = ""  # why a viewer does not show it (core/worker/visibility.py); "" when shown
 
 
-Draws = list[tuple[str, int]]  # a page's image draws in order: (origin, xref; 0: inline)
+# a page's image draws in order: (origin, xref; 0: inline, why it is hidden; "": shown)
+Draws = list[tuple[str, int, str]]
 
 
 def compact(draws: Draws) -> dict:
     """A page's draws for the wire and the store: each distinct origin written once (10,000
-    draws 24 forms deep stay well under a frame's 1 MiB header)."""
+    draws 24 forms deep stay well under a frame's 1 MiB header), a hidden one's reason third."""
     origins: dict[str, int] = {}
-    pairs = [[origins.setdefault(origin, len(origins)), xref] for origin, xref in draws]
-    return {"origins": list(origins), "draws": pairs}
+    entries = [[origins.setdefault(origin, len(origins)), xref, *([hidden] if hidden else [])]
+               for origin, xref, hidden in draws]  # fmt: skip
+    return {"origins": list(origins), "draws": entries}
 
 
 def expand(message: dict) -> Draws:
-    """`compact`'s inverse; a malformed entry raises (ValueError, IndexError, TypeError)."""
+    """`compact`'s inverse (draws kept before hidden ones were told apart read as shown); a
+    malformed entry raises (ValueError, IndexError, TypeError)."""
     origins = [str(o) for o in message["origins"]]
-    return [(origins[k], int(xref)) for k, xref in message["draws"]]
+    return [(origins[k], int(xref), str(hidden[0]) if hidden else "")
+            for k, xref, *hidden in message["draws"]]  # fmt: skip
 
 
 class TooManyImages(Exception):
@@ -110,11 +115,12 @@ def page_images(
 ) -> list[ImageRef]:
     """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order.
 
-    `known`: the page's draws as the planning walk found them, (origin, xref) each
+    `known`: the page's draws as the planning walk found them, (origin, xref, hidden) each
     (core/worker/walk.py): the page is not interpreted again unless one of them is an inline
     image (xref 0), whose parsed object only a walk hands over."""
-    if known is not None and all(xref > 0 for _, xref in known):
-        return [_ref(doc, page_number, i, Draw(o, x)) for i, (o, x) in enumerate(known)]
+    if known is not None and all(xref > 0 for _, xref, _ in known):
+        draws = (Draw(origin, xref, hidden=hidden) for origin, xref, hidden in known)
+        return [_ref(doc, page_number, i, draw) for i, draw in enumerate(draws)]
     return walk_page(doc, page_number)[0]
 
 
@@ -131,7 +137,7 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     if draw.inline is not None:
         image = draw.inline
         return ImageRef(page, index, 0, 0, image.w(), image.h(), image.bpc(), (), draw.origin,
-                        image)  # fmt: skip
+                        image, hidden=draw.hidden)  # fmt: skip
     xref = draw.xref
     smask = doc.xref_get_key(xref, "SMask")
     width, height = (declared_int(doc, xref, key)[0] for key in ("Width", "Height"))
@@ -140,7 +146,7 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     filters, parms = filter_chain(doc, xref)
     return ImageRef(
         page, index, xref, int(smask[1].split()[0]) if smask[0] == "xref" else 0,
-        width, height, bpc, filters, draw.origin, parms=parms,
+        width, height, bpc, filters, draw.origin, parms=parms, hidden=draw.hidden,
     )  # fmt: skip
 
 

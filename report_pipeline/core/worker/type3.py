@@ -1,10 +1,11 @@
-"""Type3 glyph procedures as drawing paths: a glyph runs, once per page, when it is shown.
+"""Type3 glyph procedures as drawing paths: a glyph runs, once per page, when it is shown (and
+once more when it is also shown inside hidden content: one record hidden, one archived).
 
-A mixin for `drawn.DrawFinder`, which provides `run` and `_lookup`. MuPDF hands a shown
-string's bytes over as surrogate-escaped text; each character code names its glyph procedure
-through the font's /Encoding: its /Differences, else its /BaseEncoding (a standard encoding's
-printable ASCII names). A font is selected by `Tf` or by an ExtGState's /Font (`gs`), and told
-apart by its object, or for a direct dictionary by the dictionary itself.
+A mixin for `drawn.DrawFinder`, which provides `run`, `_lookup` and `hidden`. MuPDF hands a
+shown string's bytes over as surrogate-escaped text; each character code names its glyph
+procedure through the font's /Encoding: its /Differences, else its /BaseEncoding (a standard
+encoding's printable ASCII names). A font is selected by `Tf` or by an ExtGState's /Font
+(`gs`), and told apart by its object, or for a direct dictionary by the dictionary itself.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class Type3Glyphs:
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.saved_fonts: list[mupdf.PdfObj | None] = []  # q/Q save and restore the font
-        self.glyphs_done: set[tuple[int, str]] = set()
+        self.glyphs_done: set[tuple[int, str, str]] = set()
         self.use_virtual_op_gs_begin()  # an ExtGState may set the font too
 
     @guarded
@@ -89,9 +90,10 @@ class Type3Glyphs:
         own = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_Resources)
         for code in set(text.encode("utf-8", "surrogateescape")):
             name = _glyph_name(font, code)
-            if (number, name) in self.glyphs_done:
+            done = (number, name, self.hidden)  # shown once, and hidden once, per page
+            if done in self.glyphs_done:
                 continue
-            self.glyphs_done.add((number, name))
+            self.glyphs_done.add(done)
             proc = entry(procs, name)
             if proc is not None:
                 self.run("type3", proc, own)

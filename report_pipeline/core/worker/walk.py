@@ -175,9 +175,9 @@ def _walk(sock: socket.socket, doc) -> None:
                                 "images"})  # fmt: skip
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
+        draws = compact([(r.origin, r.xref, r.hidden) for r in refs])
         decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken,
-                            "unread": unread,
-                            "draws": compact([(r.origin, r.xref) for r in refs])})  # fmt: skip
+                            "unread": unread, "draws": draws})  # fmt: skip
 
 
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token

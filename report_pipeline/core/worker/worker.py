@@ -164,9 +164,10 @@ def extract(
     outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
     store_json.write_outcomes(store, outcomes_key, records)
     valid = sum(r.outcome.state == "validated" for r in records)
+    quarantined = sum(r.outcome.state == "quarantined" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
     return ExtractedTask(
-        task, outcomes_key, valid, len(records) - valid, iso(started), lease.lease_until, peak,
+        task, outcomes_key, valid, quarantined, iso(started), lease.lease_until, peak,
         uploads.created, attempt,
     )  # fmt: skip
 
@@ -192,9 +193,10 @@ def _decode(
                     # hashed once: recorded for the manifest and sent as the upload's Content-MD5
                     written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
                     uploads.put_if_absent(key, item.payload, written[key])
-                if item.xref:
+                if item.xref and outcome.state != "hidden":  # a repeat is of a decoded draw
                     known[item.xref] = (outcome, key)
-            place = {"page": item.page, "index": item.index, "origin": item.origin}
+            place = {"page": item.page, "index": item.index, "origin": item.origin,
+                     "hidden": item.hidden}  # fmt: skip
             yield replace(outcome, **place, xref=item.xref), key, written.get(key or "")
         yield from _unread_inline(task)
     except CpuBudgetExceeded as exc:

@@ -118,6 +118,9 @@ class WorkerResource(dg.ConfigurableResource):
     max_image_side: int = Limits.max_image_side
     refuse_repaired: bool = Limits.refuse_repaired  # True: a PDF MuPDF must repair is `damaged`
     refuse_encrypted: bool = Limits.refuse_encrypted  # True: permission-only encryption refused
+    # True: images a viewer does not show (layers switched off, hidden annotations) are
+    # archived too, each record saying why it is hidden (docs/operate.md)
+    archive_hidden: bool = Limits.archive_hidden
     work_minutes: int = RetentionPolicy.work_minutes
     archive_days: int = RetentionPolicy.archive_days
     lease_minutes: int = RetentionPolicy.lease_minutes
@@ -144,7 +147,7 @@ class WorkerResource(dg.ConfigurableResource):
         limits = Limits(
             self.max_report_bytes, self.max_pages, self.max_image_stream_bytes,
             self.max_image_pixels, self.max_image_side, self.refuse_repaired,
-            self.refuse_encrypted,
+            self.refuse_encrypted, self.archive_hidden,
         )  # fmt: skip
         retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
         root = root_path(self.work_root, "settings.work_root")

@@ -53,10 +53,9 @@ def task_metadata(archived: ArchivedTask, children: list[ChildRecord]) -> dict[s
     rows = []
     for page in range(archived.task.first_page, archived.task.last_page + 1):
         done, bad = states[(page, "archived")], states[(page, "quarantined")]
+        images = done + bad + states[(page, "hidden")]  # hidden: not shown, not archived
         rows.append(
-            dg.TableRecord(
-                {"page": page, "images": done + bad, "archived": done, "quarantined": bad}
-            )
+            dg.TableRecord({"page": page, "images": images, "archived": done, "quarantined": bad})
         )
     schema = dg.TableSchema(
         columns=[

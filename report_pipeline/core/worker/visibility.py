@@ -1,0 +1,122 @@
+"""What a viewer shows of a page: optional content and annotation flags, judged as MuPDF's
+renderer judges them with its "View" usage.
+
+The walk's processor runs without a usage, so MuPDF's interpreter hands it every draw, shown or
+not: with "View" it would skip an image or form whose own /OC is off, and a NoView annotation,
+without a word, and they would be absent from the manifest instead of accounted for. This mixin
+tells which draws a viewer does not show, and why, with MuPDF's own test (`pdf_is_ocg_hidden`
+with "View": the document's default configuration, its intents and usage dictionaries) and the
+annotation flags MuPDF's renderer honours:
+
+- `optional_content_off`: drawn inside marked content (`/OC /L BDC … EMC`) whose optional
+  content group or membership dictionary is off, by an image or form XObject whose own /OC is
+  off, or by an annotation whose /OC is off;
+- `annotation_hidden`: in the appearance of an annotation flagged Invisible (1), Hidden (2) or
+  NoView (32). MuPDF's renderer never looks at the first two, so their normal appearance is
+  run here.
+
+A hidden draw is a record of its own (state `hidden`), not archived unless the deployment asks
+(`Limits.archive_hidden`). Everything drawn inside hidden content is hidden, for the same
+reason. A mixin for `drawn.DrawFinder`, which provides `doc`, `run`, `process`, `cookie`,
+`form` and `flush_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pymupdf import mupdf
+
+from report_pipeline.core.worker.callbacks import guarded
+
+OPTIONAL_CONTENT_OFF = "optional_content_off"
+ANNOTATION_HIDDEN = "annotation_hidden"
+USAGE = "View"  # the renderer's usage for a page on screen
+_INVISIBLE, _HIDDEN, _NO_VIEW = 1, 2, 32  # annotation flags (/F)
+
+
+class Visibility:
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        # MuPDF's own `hidden` counter for marked content: inside an off /OC block it counts the
+        # blocks open, and it carries into the forms, patterns and masks run from there
+        self.marked_off = 0
+        self.hiding: list[str] = []  # why the streams being run are hidden (a form's own /OC)
+        for op in ("op_BDC", "op_BMC", "op_EMC"):
+            getattr(self, f"use_virtual_{op}")()
+
+    @property
+    def hidden(self) -> str:
+        """Why what is drawn now is not shown ("" when it is)."""
+        if self.hiding:
+            return self.hiding[0]
+        return OPTIONAL_CONTENT_OFF if self.marked_off else ""
+
+    def off(self, oc: mupdf.PdfObj | None) -> bool:
+        """An /OC entry (an optional content group or membership dictionary) is off in View."""
+        if oc is None or not oc.m_internal:
+            return False
+        return bool(mupdf.ll_pdf_is_ocg_hidden(self.doc.m_internal, None, USAGE, oc.m_internal))
+
+    def hidden_with(self, xobject: mupdf.PdfObj | None) -> str:
+        """Why an XObject drawn now is not shown: the content around it, or its own /OC."""
+        if self.hidden or xobject is None:
+            return self.hidden
+        own = mupdf.pdf_dict_get(xobject, mupdf.PDF_ENUM_NAME_OC)
+        return OPTIONAL_CONTENT_OFF if self.off(own) else ""
+
+    @contextmanager
+    def hidden_as(self, reason: str) -> Iterator[None]:
+        """What is drawn inside is hidden for `reason` (an XObject's own /OC)."""
+        pushed = bool(reason) and not self.hidden
+        if pushed:
+            self.hiding.append(reason)
+        try:
+            yield
+        finally:
+            if pushed:
+                self.hiding.pop()
+
+    # -- marked content: MuPDF paints what a block holds after flushing the text before it ----
+    @guarded
+    def op_BDC(self, ctx, tag, raw, cooked) -> None:
+        self.flush_text()
+        if self.marked_off:
+            self.marked_off += 1
+        elif tag == "OC" and cooked is not None:
+            self.marked_off = int(self.off(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(cooked))))
+
+    @guarded
+    def op_BMC(self, ctx, tag) -> None:
+        self.flush_text()
+        if self.marked_off:
+            self.marked_off += 1
+
+    @guarded
+    def op_EMC(self, ctx) -> None:
+        self.flush_text()
+        if self.marked_off:
+            self.marked_off -= 1
+
+    # -- annotations ----------------------------------------------------------------------
+    def annotation(self, annot: mupdf.PdfAnnot) -> None:
+        """Run an annotation's appearance as MuPDF's renderer runs it (a processor of its own:
+        no marked content carried over from the page), with the reason a viewer hides it."""
+        obj = mupdf.pdf_annot_obj(annot)
+        flags = mupdf.pdf_dict_get_int(obj, mupdf.PDF_ENUM_NAME_F)
+        reason = ANNOTATION_HIDDEN if flags & (_INVISIBLE | _HIDDEN | _NO_VIEW) else ""
+        if not reason and self.off(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_OC)):
+            reason = OPTIONAL_CONTENT_OFF
+        self.marked_off = 0
+        self.hiding = [reason] if reason else []
+        try:
+            if flags & (_INVISIBLE | _HIDDEN):  # MuPDF's processor would not look at it
+                if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
+                    appearance = mupdf.pdf_annot_ap(annot)
+                    if appearance.m_internal:
+                        self.form(appearance)
+            else:
+                self.process(lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
+        finally:
+            self.hiding = []

@@ -1,0 +1,58 @@
+"""Image and form XObjects, and inline images, as a page draws them: each image draw is a
+record, each form runs its content.
+
+An image is a paint: under a soft mask it runs the mask first (unless it has a mask of its own:
+MuPDF then skips the soft mask), and a stencil mask paints with the fill, a pattern's too
+(`paints`). A form runs with a copy of the graphics state; a transparency group paints once
+under the soft mask, and its content runs without it. An XObject whose own /OC is off draws
+hidden (`visibility`). A mixin for `drawn.DrawFinder`, which provides `_lookup`, `_record` and
+`run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pymupdf import mupdf
+
+from report_pipeline.core.worker.callbacks import guarded
+
+
+class XObjects:
+    @guarded
+    def op_Do_image(self, ctx, name, image) -> None:
+        obj = self._lookup("XObject", name)
+        own_mask = obj is not None and mupdf.pdf_is_dict(
+            mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_SMask, mupdf.PDF_ENUM_NAME_Mask)
+        )
+        stencil = obj is not None and mupdf.pdf_dict_get_bool(obj, mupdf.PDF_ENUM_NAME_ImageMask)
+        with self.hidden_as(self.hidden_with(obj)):
+            self._image("xobject", mupdf.pdf_to_num(obj) if obj else 0, None, own_mask, stencil)
+
+    @guarded
+    def op_BI(self, ctx, image, colorspace_name) -> None:
+        inline = mupdf.FzImage(mupdf.ll_fz_keep_image(image))
+        self._image("inline", 0, inline, False, bool(inline.m_internal.imagemask))
+
+    def _image(self, kind: str, xref: int, inline, own_mask: bool, stencil: bool) -> None:
+        """An image paint: the soft mask first (MuPDF skips it for an image with a mask of its
+        own), then the image; a stencil mask paints with the fill, a pattern's too."""
+        if not own_mask:
+            self.mask_paint()
+        self._record(kind, xref, inline)
+        if stencil:
+            self.pattern_paint(fill=True, stroke=False)
+
+    @guarded
+    def op_Do_form(self, ctx, name, form) -> None:
+        self.form(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)))
+
+    def form(self, form: mupdf.PdfObj) -> None:
+        """A form runs with a copy of the graphics state; a transparency group paints once
+        under the soft mask, and its content runs without it."""
+        with self.hidden_as(self.hidden_with(form)):
+            paint = None
+            if mupdf.pdf_xobject_transparency(form):
+                self.mask_paint()
+                paint = replace(self.paint, softmask=None)
+            self.run("form", form, None, paint)
