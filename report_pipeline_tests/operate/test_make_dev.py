@@ -27,7 +27,7 @@ LOGS = """query($k: [String!]!) { capturedLogs(logKey: $k) { stdout stderr curso
          "SIGINT to the group, started with SIGINT ignored",
          "SIGTERM to make, started with SIGINT ignored"],
 )  # fmt: skip
-def test_make_dev_stops_with_a_run_in_flight_within_10_s(
+def test_make_dev_stops_with_a_run_in_flight_promptly(
     tmp_path: Path, sig, to_group, drain_s, sigint
 ):
     """GNU make passes SIGTERM on to its child; SIGINT it expects the terminal to have sent
@@ -36,16 +36,27 @@ def test_make_dev_stops_with_a_run_in_flight_within_10_s(
     the chain (make, uv, dagster dev, its children): make returns within 10 s; the code server
     was once seen still running 10 s after that on a loaded machine, so the group gets 30 s.
     Started with SIGINT ignored (a script's `setsid make dev &`), dagster dev would ignore both
-    signals (it gives SIGTERM SIGINT's handler): the Makefile restores their defaults."""
+    signals (it gives SIGTERM SIGINT's handler): the Makefile restores their defaults.
+    The seconds are what a quiet machine needs, scaled by the load on its cores (`busy()`): the
+    test is about stopping, not about how fast a loaded machine stops."""
     with make_dev(tmp_path, "monthly_report.pdf", sigint) as dev:
         dev.launch()
         wait_for(lambda: "STARTED" in dev.statuses(), "a run to start", 180)
+        scale = busy()
         (os.killpg if to_group else os.kill)(dev.process.pid, sig)
-        waited = wait_until(lambda: dev.process.poll() is not None, 10)
+        waited = wait_until(lambda: dev.process.poll() is not None, 10 * scale)
         assert dev.process.poll() is not None, f"make dev still running after {waited:.1f} s"
-        drained = wait_until(lambda: not dev.group(), drain_s - waited)
+        drained = wait_until(lambda: not dev.group(), drain_s * scale - waited)
         assert dev.group() == [], dev.group()
-        print(f"\n{sig.name}: make exited in {waited:.1f} s, all gone in {waited + drained:.1f} s")
+        print(f"\n{sig.name}: make exited in {waited:.1f} s, all gone in {waited + drained:.1f} s "
+              f"(load scale {scale:.1f})")  # fmt: skip
+
+
+def busy() -> float:
+    """How much longer than on a quiet machine things may take now: the 1-minute load per core,
+    at least 1 and at most 6 (a machine busier than that is not a fair test of anything)."""
+    per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return min(6.0, max(1.0, per_core))
 
 
 def test_a_steps_stdout_and_stderr_are_readable_the_way_the_ui_reads_them(tmp_path: Path):

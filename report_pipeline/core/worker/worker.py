@@ -1,4 +1,5 @@
-"""Each step's work over the Store, free of Dagster: stage, plan, extract, archive, publish.
+"""Each worker step's work over the Store, free of Dagster: stage (and plan), extract. Archiving
+the children and publishing the manifest are the archive's (core/archive/archive.py).
 
 Bytes move between steps only through the store; every step works in its own private directory.
 """

@@ -1,4 +1,6 @@
-"""The ops of `report_manifest`: thin adapters from Dagster to the core worker functions."""
+"""The ops of `report_manifest`: adapters from Dagster to the core's steps. `stage_report` also
+decides what a run does with its month (no report, a superseded report, reuse, a claim another
+run holds), each ending as Dagster expects; the others call one core function each."""
 
 import dagster as dg
 from pydantic import Field
