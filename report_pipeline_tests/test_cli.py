@@ -6,6 +6,7 @@ import pytest
 
 from report_pipeline.cli import EXIT_ERROR, EXIT_REFUSED, main
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.refusals import UNUSABLE
 
 
 def test_preview_writes_pngs_and_a_manifest_privately(tmp_path, capsys):
@@ -26,12 +27,7 @@ def test_preview_json_is_the_manifest(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["counts"]["distinct_images"] == 2
 
 
-@pytest.mark.parametrize(
-    ("name", "code"),
-    [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_large.pdf", "page_count_mismatch"),
-     ("absent.pdf", "missing")],
-)  # fmt: skip
+@pytest.mark.parametrize(("name", "code"), [*sorted(UNUSABLE.items()), ("absent.pdf", "missing")])
 def test_preview_refuses_bad_input_with_a_clear_message(tmp_path, capsys, name, code):
     pdf = fixture_pdf(name) if name != "absent.pdf" else tmp_path / name
     assert main(["preview", str(pdf), "--out", str(tmp_path / "out")]) == EXIT_REFUSED

@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline_tests.refusals import UNUSABLE
 
 
 def reasons(manifest):
@@ -96,12 +97,7 @@ def test_report_without_images_is_complete_with_zero_children(run_fixture):
     assert [p.page for p in manifest.pages] == [1, 2, 3]
 
 
-@pytest.mark.parametrize(
-    ("name", "code"),
-    [("encrypted.pdf", "encrypted"), ("not_a_pdf.pdf", "not_pdf"),
-     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_small.pdf", "page_count_mismatch"),
-     ("count_too_large.pdf", "page_count_mismatch")],
-)  # fmt: skip
+@pytest.mark.parametrize(("name", "code"), sorted(UNUSABLE.items()))
 def test_unusable_files_are_refused_and_nothing_is_archived(run_fixture, store, name, code):
     with pytest.raises(RefusedInput) as caught:
         run_fixture(name)

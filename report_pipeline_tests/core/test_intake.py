@@ -15,14 +15,10 @@ from report_pipeline.core.intake.sources import LocalInboxSource
 from report_pipeline.core.model.settings import Limits, WorkerSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.refusals import UNUSABLE
 
 
-@pytest.mark.parametrize(
-    ("name", "code"),
-    [("not_a_pdf.pdf", "not_pdf"), ("encrypted.pdf", "encrypted"),
-     ("truncated_pdf.pdf", "bad_page_tree"), ("count_too_small.pdf", "page_count_mismatch"),
-     ("count_too_large.pdf", "page_count_mismatch")],
-)  # fmt: skip
+@pytest.mark.parametrize(("name", "code"), sorted(UNUSABLE.items()))
 def test_unusable_reports_are_refused_with_a_reason(name, code):
     with pytest.raises(RefusedInput) as caught:
         inspect_pdf(fixture_pdf(name), Limits())

@@ -22,13 +22,10 @@ from fixtures import _walks as walks
 from fixtures._paths import PATH_PAGES
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.conftest import FIXTURES
+from report_pipeline_tests.refusals import UNUSABLE
 
 REFUSED = {  # fixtures that are refused whole, with the code that accounts for them
-    "encrypted.pdf": "encrypted",
-    "not_a_pdf.pdf": "not_pdf",
-    "truncated_pdf.pdf": "bad_page_tree",
-    "count_too_small.pdf": "page_count_mismatch",
-    "count_too_large.pdf": "page_count_mismatch",
+    **UNUSABLE,
     **walks.REASONS,  # the page walk stops at a limit: nothing is archived
 }
 # pages where poppler lists one soft mask's image that MuPDF never draws (fixtures/_paints.py):
