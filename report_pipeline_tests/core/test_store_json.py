@@ -120,8 +120,8 @@ def test_the_pipeline_writes_the_schema_1_shape_plus_md5s_and_the_sources_facts(
     v3 = json.loads(json.dumps({**v1, "children": with_md5(v1["children"]), **facts},
                                sort_keys=True))  # fmt: skip
     assert (
-        keys_of(written) == keys_of(v3) and written["schema_version"] == 4
-    )  # schema 4: v3 + optional keys
+        keys_of(written) == keys_of(v3) and written["schema_version"] == 5
+    )  # schemas 4 and 5: v3 + optional keys
     assert {key: written[key] for key in facts} == facts
     in_task = store.get_bytes(keys.children_key(report_id, revision, "page_0001"), 1 << 20)
     assert keys_of(json.loads(in_task)) == keys_of(with_md5(json.loads(stored("children.json"))))

@@ -19,7 +19,9 @@ from pathlib import Path
 # 5: archived PNGs hold pixels only (no source ICC, EXIF or text), a JPEG whose components
 # disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
 # fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
-EXTRACTOR_VERSION = "5"
+# 6: a page is damaged only when a content stream's operators are cut off, and then it is a
+# page-level quarantine, not an incomplete month; streams MuPDF repairs are counted, not broken.
+EXTRACTOR_VERSION = "6"
 
 
 @dataclass(frozen=True)

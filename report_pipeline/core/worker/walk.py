@@ -15,6 +15,7 @@ archived for a report whose pages cannot all be accounted for.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import selectors
@@ -27,8 +28,9 @@ from typing import NoReturn
 
 from pymupdf import mupdf
 
+from report_pipeline.core.model.records import Break, PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import decoder
+from report_pipeline.core.worker import breaks, decoder
 from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
 from report_pipeline.core.worker.pdf_pages import (
     MAX_DRAWS_PER_REPORT,
@@ -53,13 +55,14 @@ class WalkFailed(Exception):
 class Walked:
     counts: list[tuple[int, int]]  # per page: (image draws, declared pixels)
     draws: list[Draws]  # per page: what the decoders draw without walking it again
-    broken: dict[int, int]  # page: streams that broke off there (what followed is unknown)
+    # page: its content streams that broke off (what followed is unknown) or were repaired
+    streams: dict[int, PageStreams]
     unread: dict[int, int]  # page: inline images its content begins that MuPDF never read
 
 
 def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
-    """Every page's image draws, declared pixels and broken streams, walked in a confined
-    child; raises WalkFailed when a page's walk cannot finish."""
+    """Every page's image draws, declared pixels and broken or repaired streams, walked in a
+    confined child; raises WalkFailed when a page's walk cannot finish."""
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -89,7 +92,7 @@ def _stop(pid: int) -> None:
 def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
     draws: list[Draws] = []
-    broken: dict[int, int] = {}
+    streams: dict[int, PageStreams] = {}
     unread: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
@@ -115,11 +118,12 @@ def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
                 raise _refused(message["page"], message["reason"], message["detail"])
             counts.append((message["images"], message["pixels"]))
             draws.append(expand(message["draws"]))
-            for kind, found in (("broken", broken), ("unread", unread)):
-                if message[kind]:
-                    found[len(counts)] = message[kind]
+            if message["unread"]:
+                unread[len(counts)] = message["unread"]
+            if message["streams"]:
+                streams[len(counts)] = streams_from_wire(message["streams"])
     _reap(pid)
-    return Walked(counts, draws, broken, unread)
+    return Walked(counts, draws, streams, unread)
 
 
 def _refused(page: int, reason: str, detail: str) -> WalkFailed:
@@ -157,12 +161,12 @@ def _walk(sock: socket.socket, doc) -> None:
     total = 0
     for number in range(1, doc.page_count + 1):
         try:
-            refs, broken = walk_page(doc, number)
+            refs, streams = walk_page(doc, number)
             unread = _unread_inline_images(doc, number, refs)
         except MemoryError:
             raise
-        except mupdf.FzErrorFormat:  # MuPDF cannot load the page (a cycle in its resources):
-            refs, broken, unread = [], 1, 0  # nothing found, and the page not complete
+        except mupdf.FzErrorFormat as error:  # MuPDF cannot load the page (a cycle in its
+            refs, streams, unread = [], _unloadable(doc, number, error), 0  # resources)
         except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
             decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
@@ -175,9 +179,36 @@ def _walk(sock: socket.socket, doc) -> None:
                                 "images"})  # fmt: skip
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
-        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken,
-                            "unread": unread,
+        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels,
+                            "streams": streams_to_wire(streams), "unread": unread,
                             "draws": compact([(r.origin, r.xref) for r in refs])})  # fmt: skip
+
+
+def _unloadable(doc, number: int, error: Exception) -> PageStreams:
+    """A page MuPDF cannot load draws nothing: it is damaged, named by its dictionary's bytes."""
+    try:
+        source = doc.xref_object(doc.page_xref(number - 1), compressed=True).encode()
+    except Exception:  # the page's object cannot be read either
+        source = b""
+    what = f"MuPDF cannot load the page ({breaks.plain(str(error))})"
+    found = Break(breaks.UNLOADABLE, "page", what, 0)
+    return PageStreams(1, (found,), hashlib.sha256(source).hexdigest())
+
+
+def streams_to_wire(streams: PageStreams) -> dict | None:
+    """A page's stream verdicts for the parent (None: every stream whole, none repaired)."""
+    if not streams.broken and not streams.repaired:
+        return None
+    return {"broken": streams.broken, "evidence": streams.evidence,
+            "repaired": streams.repaired,
+            "breaks": [[b.reason, b.stream, b.what, b.drawn] for b in streams.breaks]}  # fmt: skip
+
+
+def streams_from_wire(message: dict) -> PageStreams:
+    """`streams_to_wire`'s inverse; a malformed message raises (ValueError, TypeError, ...)."""
+    found = tuple(Break(str(r), str(s), str(w), int(d)) for r, s, w, d in message["breaks"])
+    return PageStreams(int(message["broken"]), found[: breaks.MAX_BREAKS],
+                       str(message["evidence"]), int(message["repaired"]))  # fmt: skip
 
 
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token
