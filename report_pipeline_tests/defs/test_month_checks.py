@@ -168,5 +168,6 @@ def test_damaged_pages_pass_manifest_complete_and_warn_on_the_partition(inbox, i
         whole.description or ""
     )
     assert materialization(result, "manifest_table")["dagster/row_count"] == 6
+    assert materialization(result)["damaged_pages"] == 3
     (record,) = records(instance, "pages_drawn_whole")
     assert (record.status.value, record.partition) == ("FAILED", MONTH)  # a WARN, recorded
