@@ -38,7 +38,9 @@ def _page_rows(
     return _counted(rows, children)
 
 
-def _counted(rows: list[PageRow] | tuple[PageRow, ...], children: list[ChildRecord]):
+def _counted(
+    rows: list[PageRow] | tuple[PageRow, ...], children: list[ChildRecord]
+) -> tuple[PageRow, ...]:
     """`rows` with their images counted. A page whose images are all accounted for is
     `complete`, or `damaged` when a content stream broke off: the page is then accounted for
     by its own row, a page-level quarantine (what the stream would have drawn after the break
