@@ -31,16 +31,16 @@ from pymupdf import mupdf
 from report_pipeline.core.model.records import Break, PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.worker import breaks, decoder
-from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
+from report_pipeline.core.worker.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
 from report_pipeline.core.worker.pdf_pages import (
     MAX_DRAWS_PER_REPORT,
     Draws,
     TooManyImages,
     compact,
     expand,
-    open_pdf,
     walk_page,
 )
+from report_pipeline.core.worker.reopening import Reopening
 
 
 class WalkFailed(Exception):
@@ -148,8 +148,8 @@ def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoRetur
     try:
         decoder.confine(sock.fileno(), decoder.Confinement(
             settings.memory_bytes, max(1, int(settings.walk_cpu_seconds))))  # fmt: skip
-        with open_pdf(path) as doc:
-            _walk(sock, doc)
+        with Reopening.within(path, settings.memory_bytes) as pages:
+            _walk(sock, pages)
         code = 0
     except MemoryError:
         code = decoder.EXIT_MEMORY
@@ -157,10 +157,12 @@ def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoRetur
         os._exit(code)
 
 
-def _walk(sock: socket.socket, doc) -> None:
+def _walk(sock: socket.socket, pages: Reopening) -> None:
     total = 0
-    for number in range(1, doc.page_count + 1):
+    for number in range(1, pages.doc.page_count + 1):
+        doc = pages.next_page()  # reopened when earlier pages grew the child too much
         try:
+            _annotations_within_limit(doc, number)
             refs, streams = walk_page(doc, number)
             unread = _unread_inline_images(doc, number, refs)
         except MemoryError:
@@ -182,6 +184,28 @@ def _walk(sock: socket.socket, doc) -> None:
         decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels,
                             "streams": streams_to_wire(streams), "unread": unread,
                             "draws": compact([(r.origin, r.xref) for r in refs])})  # fmt: skip
+
+
+_NOT_RUN = ("Link", "Popup")  # annotations MuPDF does not load as annotations of a page
+
+
+def _annotations_within_limit(doc, number: int) -> None:
+    """Refuse a page that lists more annotations than the walk runs, before MuPDF loads it.
+    Loading a page loads every annotation it lists and makes an appearance for each one that
+    has none (a form of 300,000 such fields: 1.8 GB) before the walk could count them. Links
+    and pop-ups are not loaded as annotations, so they do not count."""
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    page = mupdf.pdf_lookup_page_obj(pdf, number - 1)
+    annots = mupdf.pdf_dict_get(page, mupdf.PDF_ENUM_NAME_Annots)
+    listed, run = mupdf.pdf_array_len(annots), 0
+    if listed <= MAX_INVOCATIONS:
+        return
+    for i in range(listed):
+        subtype = mupdf.pdf_dict_get(mupdf.pdf_array_get(annots, i), mupdf.PDF_ENUM_NAME_Subtype)
+        run += mupdf.pdf_to_name(subtype) not in _NOT_RUN
+        if run > MAX_INVOCATIONS:
+            raise WalkLimit("walk_limit_exceeded", f"it lists more than {MAX_INVOCATIONS} "
+                            "annotations to run")  # fmt: skip
 
 
 def _unloadable(doc, number: int, error: Exception) -> PageStreams:
