@@ -166,3 +166,30 @@ def label(path: list[str], streams: list[mupdf.PdfObj]) -> str:
     objects = "object" if len(numbers) == 1 else "objects"
     where = f" ({objects} {', '.join(map(str, numbers))})" if any(numbers) else ""
     return ("/".join(path) or "page content") + where
+
+
+def unloadable(doc, number: int, error: Exception) -> PageStreams:
+    """A page MuPDF cannot load draws nothing: it is damaged, named by its dictionary's bytes."""
+    try:
+        source = doc.xref_object(doc.page_xref(number - 1), compressed=True).encode()
+    except Exception:  # the page's object cannot be read either
+        source = b""
+    what = f"MuPDF cannot load the page ({plain(str(error))})"
+    found = Break(UNLOADABLE, "page", what, 0)
+    return PageStreams(1, (found,), hashlib.sha256(source).hexdigest())
+
+
+def to_wire(streams: PageStreams) -> dict | None:
+    """A page's stream verdicts for the parent (None: every stream whole, none repaired)."""
+    if not streams.broken and not streams.repaired:
+        return None
+    return {"broken": streams.broken, "evidence": streams.evidence,
+            "repaired": streams.repaired,
+            "breaks": [[b.reason, b.stream, b.what, b.drawn] for b in streams.breaks]}  # fmt: skip
+
+
+def from_wire(message: dict) -> PageStreams:
+    """`to_wire`'s inverse; a malformed message raises (ValueError, TypeError, ...)."""
+    found = tuple(Break(str(r), str(s), str(w), int(d)) for r, s, w, d in message["breaks"])
+    return PageStreams(int(message["broken"]), found[: MAX_BREAKS],
+                       str(message["evidence"]), int(message["repaired"]))  # fmt: skip

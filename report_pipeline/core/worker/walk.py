@@ -15,7 +15,6 @@ archived for a report whose pages cannot all be accounted for.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import selectors
@@ -28,7 +27,7 @@ from typing import NoReturn
 
 from pymupdf import mupdf
 
-from report_pipeline.core.model.records import Break, PageStreams
+from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.worker import breaks, decoder
 from report_pipeline.core.worker.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
@@ -121,7 +120,7 @@ def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
             if message["unread"]:
                 unread[len(counts)] = message["unread"]
             if message["streams"]:
-                streams[len(counts)] = streams_from_wire(message["streams"])
+                streams[len(counts)] = breaks.from_wire(message["streams"])
     _reap(pid)
     return Walked(counts, draws, streams, unread)
 
@@ -168,7 +167,7 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
         except MemoryError:
             raise
         except mupdf.FzErrorFormat as error:  # MuPDF cannot load the page (a cycle in its
-            refs, streams, unread = [], _unloadable(doc, number, error), 0  # resources)
+            refs, streams, unread = [], breaks.unloadable(doc, number, error), 0  # resources)
         except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
             decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
@@ -182,7 +181,7 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
         decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels,
-                            "streams": streams_to_wire(streams), "unread": unread,
+                            "streams": breaks.to_wire(streams), "unread": unread,
                             "draws": compact([(r.origin, r.xref) for r in refs])})  # fmt: skip
 
 
@@ -206,33 +205,6 @@ def _annotations_within_limit(doc, number: int) -> None:
         if run > MAX_INVOCATIONS:
             raise WalkLimit("walk_limit_exceeded", f"it lists more than {MAX_INVOCATIONS} "
                             "annotations to run")  # fmt: skip
-
-
-def _unloadable(doc, number: int, error: Exception) -> PageStreams:
-    """A page MuPDF cannot load draws nothing: it is damaged, named by its dictionary's bytes."""
-    try:
-        source = doc.xref_object(doc.page_xref(number - 1), compressed=True).encode()
-    except Exception:  # the page's object cannot be read either
-        source = b""
-    what = f"MuPDF cannot load the page ({breaks.plain(str(error))})"
-    found = Break(breaks.UNLOADABLE, "page", what, 0)
-    return PageStreams(1, (found,), hashlib.sha256(source).hexdigest())
-
-
-def streams_to_wire(streams: PageStreams) -> dict | None:
-    """A page's stream verdicts for the parent (None: every stream whole, none repaired)."""
-    if not streams.broken and not streams.repaired:
-        return None
-    return {"broken": streams.broken, "evidence": streams.evidence,
-            "repaired": streams.repaired,
-            "breaks": [[b.reason, b.stream, b.what, b.drawn] for b in streams.breaks]}  # fmt: skip
-
-
-def streams_from_wire(message: dict) -> PageStreams:
-    """`streams_to_wire`'s inverse; a malformed message raises (ValueError, TypeError, ...)."""
-    found = tuple(Break(str(r), str(s), str(w), int(d)) for r, s, w, d in message["breaks"])
-    return PageStreams(int(message["broken"]), found[: breaks.MAX_BREAKS],
-                       str(message["evidence"]), int(message["repaired"]))  # fmt: skip
 
 
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token
