@@ -93,3 +93,44 @@ def test_an_unreachable_store_is_transient_and_says_retry(monkeypatch, capsys):
         monkeypatch.setenv(name, value)
     assert main(["quarantine", "list", MONTH]) == EXIT_TRANSIENT == 36
     assert "retry" in capsys.readouterr().err
+
+
+@pytest.fixture
+def damaged_store(tmp_path, monkeypatch) -> LocalStore:
+    """cut_off_streams.pdf archived for MONTH in the local store `quarantine` reads."""
+    monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
+    monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("REPORT_PIPELINE_WORK", str(tmp_path / "work"))
+    store = LocalStore(tmp_path / "store")
+    run_report(store, fixture_pdf("cut_off_streams.pdf"), WorkerSettings(tmp_path / "w"),
+               "inbox", MONTH)  # fmt: skip
+    return store
+
+
+def test_a_damaged_page_is_listed_with_what_broke_off_and_decided_with_page(damaged_store, capsys):
+    capsys.readouterr()
+    assert main(["quarantine", "list", MONTH]) == 0
+    said = capsys.readouterr()
+    assert f"{MONTH}  page 2     damaged (1 stream(s) broke off) stream_cut_off" in said.out
+    assert "    form (object 11): its data ends early, inside the operator r\n" in said.out
+    assert "    2 image(s) drawn before the break (#2-#3)\n" in said.out
+    assert said.err == "1 undecided, 3 damaged page(s) undecided\n"
+    assert main(["quarantine", "list", MONTH, "--json"]) == 0
+    listed_items = json.loads(capsys.readouterr().out)
+    pages = {i["page"]: i for i in listed_items if i["kind"] == "page"}
+    assert sorted(pages) == [1, 2, 3] and pages[2]["drawn"] == [2, 3]
+    assert [i["kind"] for i in listed_items if "sequence" in i] == ["image"]
+
+    def decide(*words) -> int:
+        return main(["quarantine", "decide", MONTH, *words, "--reviewer", "ana"])
+
+    assert decide("accept", "--page", "2", "--revision", pages[2]["revision"]) == 0
+    assert f"accepted; {MONTH} is now revision" in capsys.readouterr().out
+    assert decide("reject", "--page", "2") == EXIT_CODES["already_decided"] == 32
+    assert decide("reject", "--page", "7") == EXIT_CODES["unknown_page"] == 31
+    assert decide("reject") == EXIT_CODES["bad_input"] == 35  # neither an image nor a page
+    assert decide("1", "reject", "--page", "1") == 35  # both
+    assert "name one item" in capsys.readouterr().err
+    assert main(["quarantine", "list", MONTH, "--json"]) == 0
+    left = [i["page"] for i in json.loads(capsys.readouterr().out) if i["kind"] == "page"]
+    assert left == [1, 3]

@@ -14,6 +14,7 @@ from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review.decide import decide
+from report_pipeline.core.review.pages import decide_page
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
@@ -118,3 +119,50 @@ def test_a_reviewed_month_names_each_decision_its_reviewer_time_and_note(
     assert f"evidence {cut.stream_bytes:,} bytes" in page
     assert f"      reviewed: rejected by josé {decision[cut.sequence].decided_at}" in page
     assert rejected.revision != accepted.parent_revision
+
+
+def test_a_damaged_page_says_what_broke_off_what_it_drew_before_and_its_review(
+    tmp_path, monkeypatch, capsys
+):
+    store = LocalStore(tmp_path / "store")
+    monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
+    monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
+    run_report(store, fixture_pdf("cut_off_streams.pdf"), WorkerSettings(tmp_path / "w"),
+               "inbox", MONTH)  # fmt: skip
+    assert main(["show", MONTH, "--page", "2"]) == 0
+    page = capsys.readouterr().out
+    assert ("  damaged (a page-level quarantine): a content stream broke off, what followed is "
+            "unknown\n    form (object 11): its data ends early, inside the operator r\n"
+            "    drawn before the break: 2 images (#2, #3)\n"
+            f"    review: undecided (report-pipeline quarantine decide {MONTH} --page 2 "
+            "accept|reject)\n  #2  xobject  archived") in page  # fmt: skip
+    decided = decide_page(store, MONTH, 2, "accept", "ana", "as printed", utc_now()).manifest
+    assert main(["show", MONTH]) == 0
+    month = capsys.readouterr().out
+    assert "\n  damaged pages         3\n    page 1  stream_cut_off  undecided\n" in month
+    when = decided.pages[1].review.decided_at
+    assert f'\n    page 2  stream_cut_off  accepted by ana {when}  "as printed"\n' in month
+    assert (
+        "\n  reviewed              1 decision\n    page 2  damaged page  accepted by ana" in month
+    )
+    assert "\n     2       3         3            0  damaged\n" in month
+    assert main(["show", MONTH, "--page", "2"]) == 0
+    assert f"    reviewed: accepted by ana {when}" in capsys.readouterr().out
+
+
+def test_a_page_whose_streams_mupdf_repaired_says_so(tmp_path, monkeypatch, capsys):
+    store = LocalStore(tmp_path / "store")
+    monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
+    monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
+    run_report(store, fixture_pdf("repaired_streams.pdf"), WorkerSettings(tmp_path / "w"),
+               "inbox", MONTH)  # fmt: skip
+    assert main(["show", MONTH, "--page", "1"]) == 0
+    page = capsys.readouterr().out
+    assert ("  repaired: 2 content streams whose data ended early or without its checksum; its "
+            "operators parse to the end\n") in page  # fmt: skip
+    assert "damaged" not in page
+    assert main(["show", MONTH]) == 0
+    assert (
+        "\n  repaired streams      3 (ended early or without their checksum, operators whole)\n"
+        in (capsys.readouterr().out)
+    )

@@ -43,7 +43,7 @@ def test_retention_jobs_schedules_and_checks_resolve_by_name():
     assert {key.to_user_string() for key in month} == {
         f"report_manifest:{name}" for name in ("manifest_complete", "archive_matches_manifest",
             "first_attempt_validation", "quarantine_rate", "queue_age_p95",
-            "report_archived_on_time", "quarantine_reviewed")
+            "report_archived_on_time", "quarantine_reviewed", "pages_drawn_whole")
     }  # fmt: skip
     for name in ("cleanup_schedule", "retention_audit_schedule"):
         assert defs.resolve_schedule_def(name).description

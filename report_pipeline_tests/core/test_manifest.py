@@ -1,8 +1,10 @@
+from dataclasses import replace
+
 from report_pipeline.core.archive import manifest as mf
-from report_pipeline.core.model import records
+from report_pipeline.core.model import records, store_json
 from report_pipeline.core.model.clock import Deadlines
 from report_pipeline.core.model.messages import RevisionRef
-from report_pipeline.core.model.records import ChildRecord
+from report_pipeline.core.model.records import Break, ChildRecord, PageStreams, Review
 
 REF = RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "1", "rev")
 DEADLINES = Deadlines("2026-10-01T00:15:00.000Z", "2027-11-05T00:00:00.000Z")
@@ -54,3 +56,45 @@ def test_percentile_nearest_rank():
     assert records.percentile([], 95) == 0.0
     assert records.percentile([3.0], 95) == 3.0
     assert records.percentile([float(i) for i in range(1, 101)], 95) == 95.0
+
+
+CUT = Break("stream_cut_off", "page content (object 9)", "its data ends early, inside an inline "
+            "image", 1)  # fmt: skip
+DAMAGED = {2: PageStreams(1, (CUT,), "e" * 64), 3: PageStreams(repaired=1)}
+
+
+def test_a_damaged_page_is_accounted_for_by_its_row_and_the_manifest_is_complete():
+    """A page whose content stream broke off keeps its images' records; the page itself is a
+    page-level quarantine (state damaged), so the manifest accounts for every page."""
+    children = mf.sequenced([record(1, 0), record(2, 0), record(3, 0)])
+    manifest = mf.build_manifest(REF, {1: 1, 2: 1, 3: 1}, children, DEADLINES, "now",
+                                 streams=DAMAGED)  # fmt: skip
+    assert manifest.state == "complete"
+    assert [(p.state, p.broken_streams, p.repaired_streams) for p in manifest.pages] == [
+        ("complete", 0, 0), ("damaged", 1, 0), ("complete", 0, 1)]  # fmt: skip
+    assert manifest.pages[1].breaks == (CUT,) and manifest.pages[1].reason == "stream_cut_off"
+    assert [p.page for p in mf.damaged_pages(manifest)] == [2]
+    short = mf.build_manifest(REF, {1: 1, 2: 2}, children[:2], DEADLINES, "now", streams=DAMAGED)
+    assert short.state == "incomplete" and short.pages[1].state == "incomplete"
+
+
+def test_a_recount_keeps_what_broke_off_and_the_decision_on_the_page():
+    children = mf.sequenced([record(1, 0), record(2, 0)])
+    manifest = mf.build_manifest(REF, {1: 1, 2: 1}, children, DEADLINES, "now", streams=DAMAGED)
+    decided = Review("accepted", "ana", "2026-10-02T00:00:00.000Z", "as printed")
+    rows = tuple(replace(p, review=decided) if p.page == 2 else p for p in manifest.pages)
+    quarantined = [replace(children[0], state="quarantined", quarantine_reason="truncated")]
+    again = mf.recounted(replace(manifest, pages=rows), [*quarantined, children[1]])
+    assert again.pages[0].quarantined == 1 and again.pages[1] == rows[1]
+
+
+def test_a_page_row_leaves_out_what_is_empty_and_reads_back():
+    children = mf.sequenced([record(1, 0), record(2, 0), record(3, 0)])
+    manifest = mf.build_manifest(REF, {1: 1, 2: 1, 3: 1}, children, DEADLINES, "now",
+                                 streams=DAMAGED)  # fmt: skip
+    rows = store_json.manifest_to_json(manifest)["pages"]
+    assert rows[0] == {"page": 1, "expected": 1, "archived": 1, "quarantined": 0,
+                       "state": "complete"}  # as schemas 1 to 4 wrote a whole page  # fmt: skip
+    assert rows[1]["breaks"][0]["what"] == CUT.what and rows[1]["evidence"] == "e" * 64
+    assert rows[2]["repaired_streams"] == 1 and "breaks" not in rows[2]
+    assert store_json.loads(store_json.dumps(manifest)) == manifest

@@ -1,13 +1,19 @@
 """Per-month check logic, without Dagster: on time means archived by the due time, the
-first-attempt share counts retries only, and the quarantine rate is its own signal."""
+first-attempt share counts retries only, the quarantine rate is its own signal, and a damaged
+page is accounted for but named until a reviewer accepts it."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from report_pipeline.core.archive.manifest import build_manifest, sequenced
 from report_pipeline.core.checks import month_checks
 from report_pipeline.core.checks.month_checks import Thresholds
-from report_pipeline_tests.core.test_manifest import build, record
+from report_pipeline.core.checks.pages import pages_drawn_whole
+from report_pipeline.core.model.records import Break, PageStreams, Review
+from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline_tests.core.test_manifest import DEADLINES, REF, build, record
 
 LIMITS = Thresholds()
 DUE = datetime(2026, 11, 6, tzinfo=UTC)  # October's report: due by the end of November 5
@@ -55,3 +61,46 @@ def test_a_retried_image_lowers_the_first_attempt_share_either_way():
     assert month_checks.first_attempt_validation(manifest, LIMITS).passed  # 99 >= 99
     assert month_checks.quarantine_rate(manifest, LIMITS).metadata["quarantined_pct"] == 0.5
     assert month_checks.quarantine_rate(build({}, []), LIMITS).passed  # no images: 0%
+
+
+def damaged_month(review=None):
+    """Page 2 of three is damaged (its content ends inside an inline image); `review`: the
+    decision on it."""
+    cut = Break("stream_cut_off", "page content (object 9)", "it ends inside an inline image", 1)
+    children = sequenced([record(1, 0), record(2, 0), record(3, 0)])
+    streams = {2: PageStreams(1, (cut,), "e" * 64), 3: PageStreams(repaired=1)}
+    manifest = build_manifest(REF, {1: 1, 2: 1, 3: 1}, children, DEADLINES, "now", streams=streams)
+    rows = tuple(replace(p, review=review) if p.page == 2 else p for p in manifest.pages)
+    return replace(manifest, pages=rows)
+
+
+def test_a_damaged_page_is_accounted_for_and_warned_about_until_accepted(tmp_path):
+    manifest = damaged_month()
+    complete = month_checks.manifest_complete(manifest)
+    assert complete.passed and complete.metadata["damaged_pages"] == 1
+    whole = pages_drawn_whole(manifest)
+    assert not whole.passed and whole.metadata["damaged_pages"] == "2"
+    assert whole.description == ("1 damaged page(s) not accepted: page 2 (page content (object "
+                                 "9): it ends inside an inline image; undecided)")  # fmt: skip
+    assert (whole.metadata["undecided"], whole.metadata["repaired_streams"]) == (1, 1)
+    names = [
+        o.name for o in month_checks.month_outcomes(LocalStore(tmp_path), manifest, LIMITS, DUE)
+    ]
+    assert names[-1] == "pages_drawn_whole" and set(month_checks.REVISION_CHECKS) <= set(names)
+
+
+@pytest.mark.parametrize(
+    ("decision", "passed", "text"),
+    [("accepted", True, "every page drawn whole or accepted as it is (1 damaged, accepted)"),
+     ("rejected", False, "1 damaged page(s) not accepted: page 2 rejected by ana: the chart is "
+                         "cut in half")],
+)  # fmt: skip
+def test_accepting_a_damaged_page_clears_the_warning_and_rejecting_keeps_it(decision, passed, text):
+    review = Review(decision, "ana", "2026-11-01T00:00:00.000Z", "the chart is cut in half")
+    outcome = pages_drawn_whole(damaged_month(review))
+    assert (outcome.passed, outcome.description) == (passed, text)
+
+
+def test_a_month_of_whole_pages_passes():
+    outcome = pages_drawn_whole(build({1: 1}, [record(1, 0)]))
+    assert outcome.passed and outcome.description == "every page drawn whole"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from fixtures import _damaged as damaged
 from report_pipeline.core.archive.archive import archive, publish
 from report_pipeline.core.archive.months import current, latest_archived
 from report_pipeline.core.archive.succession import is_newer
@@ -24,6 +25,7 @@ from report_pipeline.core.model.settings import EXTRACTOR_VERSION, WorkerSetting
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide
+from report_pipeline.core.review.pages import decide_page, pending_pages
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.worker.worker import extract, stage
@@ -141,6 +143,37 @@ def test_a_newer_extractor_replaces_the_revision_and_an_older_one_never_comes_ba
     again = run(store, pdf, tmp_path)  # a code location still on the old extractor
     assert again == upgraded and month_now(store) == upgraded
     assert len(month_record.history(store, MONTH)) == 2
+
+
+def test_a_decision_on_a_damaged_page_carries_over_to_the_same_page(store, tmp_path, clock):
+    """Page 1 accepted, page 2 rejected; a newer extractor reads the same broken bytes on the
+    same pages for the same reason: both decisions carry over, page 3 still waits."""
+    pdf = fixture_pdf("cut_off_streams.pdf")
+    run(store, pdf, tmp_path)
+    decide_page(store, MONTH, 1, "accept", "ana", "as printed", clock.now)
+    decide_page(store, MONTH, 2, "reject", "ana", "the chart stops", clock.now)
+    upgraded = run(store, pdf, tmp_path, version=NEXT)
+    assert month_now(store) == upgraded and upgraded.extractor_version == NEXT
+    decided = {row.page: row.review for row in upgraded.pages}
+    assert (decided[1].decision, decided[2].decision, decided[3]) == ("accepted", "rejected", None)
+    assert (
+        decided[2].note == "the chart stops" and decided[2].evidence == upgraded.pages[1].evidence
+    )
+    assert [item.page for item in pending_pages(store, [MONTH])] == [3]
+
+
+def test_a_damaged_page_with_other_broken_bytes_is_a_new_question(store, tmp_path, clock):
+    """A corrected report whose page 1 breaks off elsewhere: page 1's decision does not carry
+    over (other bytes), page 2's does (the same bytes, page and reason)."""
+    run(store, fixture_pdf("cut_off_streams.pdf"), tmp_path)
+    decide_page(store, MONTH, 1, "accept", "ana", "", clock.now)
+    decide_page(store, MONTH, 2, "accept", "ana", "", clock.now)
+    corrected = tmp_path / "cut_off_streams_v2.pdf"
+    corrected.write_bytes(damaged.cut_off_streams(first_cut=b"q 9 0 0 9 20"))
+    after = run(store, corrected, tmp_path / "v2")
+    assert month_now(store) == after
+    assert [row.review is not None for row in after.pages] == [False, True, False]
+    assert [item.page for item in pending_pages(store, [MONTH])] == [1, 3]
 
 
 def test_a_revision_of_an_earlier_arrival_never_replaces_the_months(store, tmp_path, clock):

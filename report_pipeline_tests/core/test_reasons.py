@@ -54,3 +54,30 @@ def test_a_lost_document_catalog_is_damaged_cross_reference_data(tmp_path):
     assert refused.value.message == (
         "PDF cross-reference data is damaged: the document catalog cannot be found"
     )
+
+
+@pytest.mark.parametrize(
+    ("cut", "state", "reason"),
+    [(4, "archived", None), (0, "archived", None), (200, "quarantined", "truncated")],
+    ids=["without_its_checksum", "whole", "cut_short"],
+)
+def test_a_flate_image_lacking_only_its_checksum_is_archived_one_cut_short_is_not(
+    cut, state, reason, tmp_path, store
+):
+    """MuPDF says "premature end of data in flate filter" for both, and pads only the short
+    one: an image whose samples are all there is archived as MuPDF draws it."""
+    whole = zlib.compress(bytes(range(256)) * 36, 9)  # 96 x 32 RGB
+    pixels = whole[: len(whole) - cut]
+    image = (b"<</Type/XObject/Subtype/Image/Width 96/Height 32/ColorSpace/DeviceRGB"
+             b"/BitsPerComponent 8/Filter/FlateDecode/Length %d>>\nstream\n%s\nendstream"
+             % (len(pixels), pixels))  # fmt: skip
+    page = (b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents 5 0 R"
+            b"/Resources<</XObject<</Im 4 0 R>>>>>>")  # fmt: skip
+    content = b"q 96 0 0 32 0 0 cm /Im Do Q"
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", page, image,
+               b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content)]  # fmt: skip
+    path = tmp_path / "flate.pdf"
+    path.write_bytes(classic_pdf(objects))
+    manifest = run_report(store, path, WorkerSettings(tmp_path / "w"), "inbox", "2026-10")
+    (child,) = manifest.children
+    assert (child.state, child.quarantine_reason) == (state, reason)

@@ -1,5 +1,6 @@
 """Quarantine review in the core (core/review/), on both stores: the queue, a safe look at an
-item, and decisions that publish a new revision of the month, audited."""
+item, and decisions that publish a new revision of the month, audited; a damaged page is a
+page-level quarantine, accepted as it is or rejected."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from PIL import Image
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
+from report_pipeline.core.checks.pages import pages_drawn_whole
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.keys import manifest_key
@@ -23,6 +25,7 @@ from report_pipeline.core.model.settings import WorkerSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide, events
+from report_pipeline.core.review.pages import decide_page, pending_pages
 from report_pipeline.core.review.queue import ReviewError, pending
 from report_pipeline.core.review.show import show
 from report_pipeline.core.storage.local_store import LocalStore
@@ -340,3 +343,65 @@ def test_a_setting_shortens_how_long_rejected_evidence_is_kept(monthly, tmp_path
     assert gone.object_key is None and "evidence deleted" in gone.quarantine_detail
     assert kept.object_key and store.exists(kept.object_key)  # the archive clock, untouched
     assert archive_matches_manifest(store, after).passed
+
+
+@pytest.fixture
+def damaged_month(tmp_path) -> tuple[LocalStore, str]:
+    """cut_off_streams.pdf archived: three damaged pages (fixtures/_damaged.py)."""
+    store, month = LocalStore(tmp_path / "store"), Clock(utc_now()).month(-1)
+    archive(store, tmp_path, "cut_off_streams.pdf", month)
+    return store, month
+
+
+def test_a_damaged_page_is_queued_with_what_broke_off_and_what_it_drew_before(damaged_month):
+    store, month = damaged_month
+    pages = {item.page: item for item in pending_pages(store, [month])}
+    assert sorted(pages) == [1, 2, 3]
+    form = pages[2]
+    assert (form.reason, form.broken_streams, form.images) == ("stream_cut_off", 1, 3)
+    assert form.detail == "form (object 11): its data ends early, inside the operator r"
+    manifest = current(store, month)
+    before = [c.sequence for c in manifest.children if c.page == 2][:2]  # /A, then the form's /B
+    assert form.drawn == tuple(before) and form.drawn_text.startswith("2 image(s) drawn before")
+    assert form.evidence == manifest.pages[1].evidence and len(form.evidence) == 64
+    assert {i.reason for i in pending(store, [month])} == {"truncated"}  # page 3's inline image
+
+
+def test_a_damaged_page_is_accepted_as_it_is_or_rejected_in_a_new_revision(damaged_month, clock):
+    store, month = damaged_month
+    before = current(store, month)
+    done = decide_page(store, month, 1, "accept", "ana.lopez", "as printed", clock.now)
+    after = current(store, month)
+    assert done.changed and done.page == 1 and after.parent_revision == done.revision
+    assert after.previous_revision == before.parent_revision and after.counts == before.counts
+    assert after.pages[0].review.decision == "accepted" and after.pages[0].state == "damaged"
+    assert after.pages[0].review.evidence == before.pages[0].evidence
+    assert archive_matches_manifest(store, after).passed
+    rejected = decide_page(store, month, 2, "reject", "bo", "the chart stops half way", clock.now)
+    assert [i.page for i in pending_pages(store, [month])] == [3]
+    whole = pages_drawn_whole(current(store, month))
+    assert not whole.passed and "page 2 rejected by bo: the chart stops half way" in (
+        whole.description
+    )
+    again = decide_page(store, month, 2, "reject", "bo", "", clock.now)
+    assert not again.changed and again.revision == rejected.revision
+    with pytest.raises(ReviewError) as contrary:
+        decide_page(store, month, 2, "accept", "bo", "", clock.now)
+    assert contrary.value.code == "already_decided"
+    for page in (0, 9):
+        with pytest.raises(ReviewError) as unknown:
+            decide_page(store, month, page, "accept", "bo", "", clock.now)
+        assert unknown.value.code == "unknown_page"
+    decided = {e["page"]: e for e in events(store) if e.get("event") == "page_decision"}
+    event = decided[1]
+    assert (event["decision"], event["reason"], event["reviewer"]) == (
+        "accepted", "stream_cut_off", "ana.lopez")  # fmt: skip
+    assert event["evidence"] == before.pages[0].evidence
+
+
+def test_a_whole_page_has_nothing_to_review(monthly, clock):
+    store, month = monthly
+    with pytest.raises(ReviewError) as whole:
+        decide_page(store, month, 1, "accept", "bo", "", clock.now)
+    assert whole.value.code == "unknown_page" and "is not damaged" in whole.value.message
+    assert pending_pages(store, [month]) == []

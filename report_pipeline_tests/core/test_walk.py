@@ -4,14 +4,18 @@ reason that names the page, in bounded time (fixtures/_walks.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
 import sys
 import time
+from collections import Counter
 
+import pymupdf
 import pytest
 
+from fixtures import _damaged as damaged
 from fixtures import _walks as walks
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
@@ -85,30 +89,83 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
     assert manifest.state == "complete" and manifest.counts.archived == 3
 
 
-def test_a_page_whose_stream_broke_off_is_never_called_complete(run_fixture):
-    """broken_streams.pdf: page 1's form is damaged Flate data, page 2's gives up after a flood
-    of syntax errors, page 3's has one stray token MuPDF skips: pages 1 and 2 are incomplete
-    (what their forms drew after the break is unknown), and so is the manifest. Page 4's inline
-    image, cut off by the end of its stream, is a record: quarantined, and the page complete."""
+def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(run_fixture):
+    """broken_streams.pdf: page 1's form is damaged Flate data (MuPDF cannot read it to its
+    end), page 2's gives up after a flood of syntax errors, page 3's has one stray token MuPDF
+    skips, page 4's content ends inside an inline image. Pages 1, 2 and 4 are damaged: what
+    their streams drew after the break is unknown, so each is a page-level quarantine, and the
+    manifest accounts for every page. Page 4's cut-off inline image is a record, quarantined."""
     manifest = run_fixture("broken_streams.pdf")
-    assert manifest.state == "incomplete"
-    assert {row.page: (row.state, row.broken_streams) for row in manifest.pages} == {
-        1: ("incomplete", walks.BROKEN[1]), 2: ("incomplete", walks.BROKEN[2]),
-        3: ("complete", 0), 4: ("complete", 0),
+    assert manifest.state == "complete"
+    rows = {row.page: row for row in manifest.pages}
+    assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
+        1: ("damaged", 1), 2: ("damaged", 1), 3: ("complete", 0), 4: ("damaged", 1),
     }  # fmt: skip
+    assert [(b.reason, b.stream, b.drawn) for b in rows[1].breaks] == [
+        ("stream_unreadable", "form (object 8)", 1)]  # fmt: skip
+    assert "zlib error" in rows[1].breaks[0].what
+    assert rows[2].breaks[0].what == "MuPDF gave up on it after too many syntax errors"
+    assert rows[4].breaks[0].what == "it ends inside an inline image"
+    assert all(len(row.evidence) == 64 for page, row in rows.items() if page != 3)
     assert manifest.counts.archived == 8  # every image found is archived all the same
     (cut_off,) = [c for c in manifest.children if c.state == "quarantined"]
     assert (cut_off.page, cut_off.origin, cut_off.quarantine_reason) == (4, "inline", "truncated")
 
 
-def test_a_page_mupdf_cannot_load_is_not_complete_and_the_rest_is_archived(run_fixture):
+def test_a_page_mupdf_cannot_load_is_damaged_and_the_rest_is_archived(run_fixture):
     """unloadable_page.pdf: page 1's form field is its own parent, so MuPDF cannot load the page
     (poppler lists nothing on it either); the report is processed, not refused."""
     manifest = run_fixture("unloadable_page.pdf")
-    assert manifest.state == "incomplete" and manifest.counts.archived == 1
-    assert [(row.page, row.state, row.broken_streams) for row in manifest.pages] == [
-        (1, "incomplete", 1), (2, "complete", 0),
+    assert manifest.state == "complete" and manifest.counts.archived == 1
+    assert [(row.page, row.state, row.reason) for row in manifest.pages] == [
+        (1, "damaged", "page_unloadable"), (2, "complete", ""),
     ]  # fmt: skip
+
+
+def drawn_by_mupdf(name: str) -> dict[int, int]:
+    """Per page, the images MuPDF's drawing device draws (what a viewer shows)."""
+    with pymupdf.open(fixture_pdf(name)) as doc:
+        return {page.number + 1: len(page.get_image_info()) for page in doc}
+
+
+def test_streams_mupdf_repairs_are_whole_and_counted(run_fixture):
+    """repaired_streams.pdf, the classes of three sound third-party files: Flate without its
+    adler32 (a page's content and a form field's appearance), Flate ending right after its last
+    operator, a TIFF-predictor image, tokens split across a /Contents array. Every page is
+    complete, with its repaired streams counted; the records are what MuPDF draws."""
+    manifest = run_fixture("repaired_streams.pdf")
+    assert manifest.state == "complete"
+    assert {row.page: (row.state, row.repaired_streams) for row in manifest.pages} == {
+        page: ("complete", repaired) for page, (_, _, repaired) in damaged.REPAIRED.items()
+    }  # fmt: skip
+    records = Counter(child.page for child in manifest.children)
+    assert dict(records) == {page: n for page, (_, n, _) in damaged.REPAIRED.items()}
+    assert dict(records) == drawn_by_mupdf("repaired_streams.pdf")
+    (tiff,) = [c for c in manifest.children if c.page == 3]
+    assert tiff.state == "archived"  # its Flate data lacks only the checksum: every sample is there
+
+
+def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew(run_fixture):
+    """cut_off_streams.pdf: Flate data ending early after operands (page 1), inside an operator
+    of a form (page 2: /C, drawn after the form, is still drawn) and inside an inline image
+    (page 3). Each page is damaged, says what broke off and how many images it drew before."""
+    manifest = run_fixture("cut_off_streams.pdf")
+    assert manifest.state == "complete"
+    rows = {row.page: row for row in manifest.pages}
+    assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
+        page: ("damaged", broken) for page, (_, _, broken) in damaged.CUT_OFF.items()
+    }  # fmt: skip
+    assert {page: row.breaks[0].drawn for page, row in rows.items()} == damaged.DRAWN_BEFORE
+    assert [(row.breaks[0].stream, row.breaks[0].what) for row in rows.values()] == [
+        ("page content (object 9)", "its data ends early, after operands with no operator: "
+         "9 0 0 9 20 0"),
+        ("form (object 11)", "its data ends early, inside the operator r"),
+        ("page content (object 12)", "its data ends early, inside an inline image"),
+    ]  # fmt: skip
+    drawn = {c.page: 0 for c in manifest.children}
+    for child in manifest.children:
+        drawn[child.page] += child.state == "archived"
+    assert drawn == drawn_by_mupdf("cut_off_streams.pdf")  # the unread inline image: quarantined
 
 
 @pytest.mark.parametrize("name", ["image_paths.pdf", "monthly_report.pdf"])
@@ -132,3 +189,59 @@ def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
     inline = {child.page for child in manifest.children if child.xref == 0}
     assert sorted(walked) == sorted(inline)
     assert manifest.state == "complete" and manifest.counts.accounted == manifest.counts.expected
+
+
+PROBE = """
+import json, resource, sys
+from pathlib import Path
+from report_pipeline.core.model.settings import DecodeSettings
+from report_pipeline.core.worker import walk
+path, pages, memory = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    walk.image_counts(path, pages, DecodeSettings(memory_bytes=memory))
+    said = "walked"
+except walk.WalkFailed as failed:
+    said = failed.reason
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"said": said, "growth_kib": peak - base}))
+"""
+
+
+def walked_alone(path, pages: int, memory_bytes: int) -> dict:
+    """The walk in a fresh process: how it ended, and how far its child grew past the process
+    it was forked from (KiB of peak RSS)."""
+    out = subprocess.run([sys.executable, "-c", PROBE, str(path), str(pages), str(memory_bytes)],
+                         capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def test_a_form_of_many_fields_is_walked_in_memory_bounded_by_the_page(tmp_path):
+    """24,000 fields without appearances over 12 pages: MuPDF makes each one's appearance when
+    it loads the page, and keeps it until the document is closed (~3 KiB a field here: the
+    issue's 300,000-field form took the child to 1,595 MiB). The walk's child reopens the
+    document once it has grown by a quarter of its allowance, so it walks this form within
+    64 MiB, which the walk without reopening exceeded (memory_limit at ~51 MiB of growth)."""
+    form = tmp_path / "form.pdf"
+    form.write_bytes(walks.form_fields(24_000, 12))
+    found = walked_alone(form, 12, 64 << 20)
+    assert found["said"] == "walked"
+    assert found["growth_kib"] < 32 << 10  # measured 11.7 MiB: a quarter and a page or two
+    assert found["growth_kib"] * 1024 / 24_000 < 1536  # bytes a field: ~500, was ~3,100
+
+
+def test_a_page_listing_more_annotations_than_the_walk_runs_is_refused_before_it_loads(
+    tmp_path,
+):
+    """20,001 fields on one page: refused at once, before MuPDF loads the page and makes an
+    appearance for each (300,000 such fields: 1.8 GB). Links and pop-ups do not count."""
+    form = tmp_path / "form.pdf"
+    form.write_bytes(walks.form_fields(20_001, 1))
+    started = time.monotonic()
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(form, 1, DecodeSettings())
+    assert failed.value.reason == "walk_limit_exceeded" and time.monotonic() - started < 10
+    assert "lists more than 20000 annotations to run" in failed.value.message
+    alone = walked_alone(form, 1, 64 << 20)
+    assert alone["said"] == "walk_limit_exceeded", alone
+    assert alone["growth_kib"] < 16 << 10, alone  # the page is never loaded

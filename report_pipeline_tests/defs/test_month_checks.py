@@ -150,3 +150,24 @@ def test_an_archived_month_whose_report_left_the_inbox_is_checked_on_its_revisio
     before = {e.check_name: (e.passed, e.description) for e in first.get_asset_check_evaluations()}
     after = {e.check_name: (e.passed, e.description) for e in again.get_asset_check_evaluations()}
     assert after == before  # the same revision, judged again
+
+
+def test_damaged_pages_pass_manifest_complete_and_warn_on_the_partition(inbox, instance, resources):
+    """cut_off_streams.pdf: every page's content is cut off. The run succeeds and builds the
+    month's table; manifest_complete passes (each damaged page is accounted for by its row)
+    and pages_drawn_whole warns on the month, naming the pages."""
+    inbox("cut_off_streams.pdf")
+    result = ui_materialize(instance, resources)
+    assert result.success
+    by_name = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    complete, whole = by_name["manifest_complete"], by_name["pages_drawn_whole"]
+    assert complete.passed and complete.metadata["damaged_pages"].value == 3
+    assert not whole.passed and whole.severity == dg.AssetCheckSeverity.WARN
+    assert (whole.partition, whole.metadata["damaged_pages"].value) == (MONTH, "1, 2, 3")
+    assert "page 2 (form (object 11): its data ends early, inside the operator r" in (
+        whole.description or ""
+    )
+    assert materialization(result, "manifest_table")["dagster/row_count"] == 6
+    assert materialization(result)["damaged_pages"] == 3
+    (record,) = records(instance, "pages_drawn_whole")
+    assert (record.status.value, record.partition) == ("FAILED", MONTH)  # a WARN, recorded

@@ -51,6 +51,24 @@ def test_the_job_decides_and_records_the_new_revisions_checks(inbox, instance, r
     assert "refused (already_decided)" in failure.step_failure_data.error.message
 
 
+def test_the_job_accepts_a_damaged_page_and_the_months_warning_clears(
+    inbox, instance, resources, tmp_path
+):
+    inbox("cut_off_streams.pdf")
+    assert ui_materialize(instance, resources).success
+    for page in (1, 2, 3):
+        result = review(instance, resources, month="2026-10", page=page, decision="accept",
+                        reviewer="ops.kim", note="as printed")  # fmt: skip
+        assert result.success
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    whole = checks["pages_drawn_whole"]
+    assert whole.passed and whole.partition == "2026-10" and whole.metadata["accepted"].value == 3
+    _, manifest = latest_archived(LocalStore(tmp_path / "store"), "2026-10")
+    assert {row.review.reviewer for row in manifest.pages} == {"ops.kim"}
+    neither = review(instance, resources, month="2026-10", decision="accept", reviewer="ops.kim")
+    assert not neither.success
+
+
 def test_the_sensor_warns_once_an_item_is_undecided_past_the_deadline(
     inbox, instance, resources, tmp_path, clock
 ):
@@ -95,7 +113,7 @@ def test_a_refused_decision_fails_with_one_line_and_its_facts_as_metadata(
     data = failure.step_failure_data
     assert data.user_failure_data.description == said and "\n" not in said
     facts = {k: v.value for k, v in data.user_failure_data.metadata.items()}
-    assert facts == {"code": said[9:].split(")")[0], "month": month, "sequence": 157}
+    assert facts == {"code": said[9:].split(")")[0], "month": month, "sequence": 157, "page": 0}
     # the one line is the error's whole message: no ReviewError chained under it
     assert data.error.message.rstrip("\n").endswith(f"Failure: {said}")
     assert data.error.cause is None and data.error.context is None

@@ -59,7 +59,7 @@ def test_a_12_month_backfill_under_20pct_transient_faults_archives_every_image_o
     for run in runs:
         manifest = verify_month(backfill.store, run)  # archived once; attempts = the steps'
         checks = check_results(backfill.instance, run.run_id)
-        assert len(checks) == 7, checks
+        assert len(checks) == 8, checks
         pct = manifest.metrics.validated_first_attempt_pct
         for name, (passed, severity) in checks.items():
             # the first-attempt signal flags exactly the months whose image steps were retried;

@@ -36,11 +36,11 @@ from report_pipeline_tests.production.conftest import Backend
 
 
 def assert_checks_passed(instance: dg.DagsterInstance, run_id: str) -> None:
-    """The month's seven checks, evaluated in the run (on the worker that published): all passed
+    """The month's eight checks, evaluated in the run (on the worker that published): all passed
     but report_archived_on_time, since the month's report is archived long after its due day."""
     checks = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
     results = {e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed for e in checks}  # fmt: skip  # noqa: E501
-    assert len(results) == 7 and results.pop("report_archived_on_time") is False, results
+    assert len(results) == 8 and results.pop("report_archived_on_time") is False, results
     assert all(results.values()), results
 
 

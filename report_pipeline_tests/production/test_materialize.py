@@ -25,7 +25,7 @@ def test_a_partition_materializes_on_postgres(production_instance, backend, post
     assert event.run_id == result.run_id and event.dagster_event.partition == MONTH
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks.pop("report_archived_on_time") is False  # MONTH's report is archived late
-    assert len(checks) == 6 and all(checks.values()), checks
+    assert len(checks) == 7 and all(checks.values()), checks
     (stored,) = postgres.execute(
         f"SELECT count(*) FROM event_logs WHERE run_id = '{result.run_id}'"
     )  # the event log is Postgres's table, not a sqlite file

@@ -140,7 +140,7 @@ def _built(
         clocks = replace(clocks, archive_delete_by=live.deadlines.archive_delete_by)
     manifest = mf.build_manifest(
         staged.ref, plan.expected, mf.sequenced(records), clocks, iso(now), peak,
-        staged.page_count, staged.facts, plan.broken, staged.source_file,
+        staged.page_count, staged.facts, plan.streams, staged.source_file,
     )  # fmt: skip
     if live is not None and manifest.state == "complete":
         manifest = carried(store, manifest, live)

@@ -6,6 +6,10 @@ sha256, quarantined for the same reason) keeps that decision: a rejected image s
 an accepted one is archived with the PNG the decision made (copied inside the store, not decoded
 again). Nobody decides twice. An image quarantined for another reason, or with other bytes, is
 a new question and waits for a reviewer.
+
+A damaged page (a page-level quarantine, core/review/pages.py) is the same page when it has the
+same number, the same broken bytes (the sha256 of the raw streams that broke off) and the same
+reason: it keeps its decision too.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from dataclasses import replace
 from report_pipeline.core.archive.manifest import recounted
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import parse_iso
-from report_pipeline.core.model.records import ChildRecord, Manifest, Review
+from report_pipeline.core.model.records import ChildRecord, Manifest, PageRow, Review
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.storage.store import Store
 
 Identity = tuple[str, str]  # (sha256 of the quarantined stream, quarantine reason)
+PageIdentity = tuple[int, str, str]  # (page, sha256 of its broken streams, reason)
 
 
 def decided(store: Store, manifest: Manifest) -> dict[Identity, ChildRecord]:
@@ -73,10 +78,12 @@ def carried(store: Store, manifest: Manifest, previous: Manifest) -> Manifest:
     """`manifest`, a new revision of the month, with `previous`'s decisions on the same objects
     (counts recounted). Accepted PNGs are copied under the new revision, and the evidence they
     replace there is deleted when no other occurrence still needs it. A rejected image whose
-    evidence is kept less than the archive gets the same deadline marker."""
+    evidence is kept less than the archive gets the same deadline marker. A decided damaged
+    page's decision goes to the same page."""
     decisions = decided(store, previous)
+    pages = _carried_pages(manifest, previous)
     if not decisions:
-        return manifest
+        return replace(manifest, pages=pages)
     children: list[ChildRecord] = []
     replaced: set[str] = set()
     for child in manifest.children:
@@ -94,7 +101,25 @@ def carried(store: Store, manifest: Manifest, previous: Manifest) -> Manifest:
         replaced.add(child.object_key or "")
     kept = {c.object_key for c in children if c.object_key}
     store.delete_many(sorted(replaced - kept))
-    return recounted(manifest, children)
+    return recounted(replace(manifest, pages=pages), children)
+
+
+def page_identity(row: PageRow) -> PageIdentity | None:
+    """What makes another revision's damaged page the same as this one (None: no evidence)."""
+    return (row.page, row.evidence, row.reason) if row.evidence else None
+
+
+def _carried_pages(manifest: Manifest, previous: Manifest) -> tuple[PageRow, ...]:
+    """`manifest`'s page rows, each undecided damaged page with the decision on the same page
+    of `previous`."""
+    decisions = {page_identity(row): row.review for row in previous.pages
+                 if row.review and row.evidence}  # fmt: skip
+    carried_rows = []
+    for row in manifest.pages:
+        same = row.state == "damaged" and row.evidence and not row.review
+        review = decisions.get(page_identity(row)) if same else None
+        carried_rows.append(replace(row, review=review) if review else row)
+    return tuple(carried_rows)
 
 
 def _accepted(

@@ -17,28 +17,54 @@ from report_pipeline.core.model.records import (
     Manifest,
     Metrics,
     PageRow,
+    PageStreams,
     SourceFacts,
     SourceFile,
     percentile,
 )
 
+WHOLE = PageStreams()
+
 
 def _page_rows(
-    expected: dict[int, int], children: list[ChildRecord], broken: dict[int, int]
+    expected: dict[int, int], children: list[ChildRecord], streams: dict[int, PageStreams]
 ) -> tuple[PageRow, ...]:
-    """A page is complete when its expected images are accounted for (archived, quarantined or
-    hidden: not shown, and not archived) and none of its streams broke off (what a broken
-    stream would have drawn after the break is unknown)."""
-    states = Counter((c.page, c.state) for c in children)
+    """One row per page, with what the walk found about its content streams."""
     rows = []
     for page, count in sorted(expected.items()):
-        archived, quarantined = states[(page, "archived")], states[(page, "quarantined")]
-        hidden = states[(page, "hidden")]
-        done = archived + quarantined + hidden == count and not broken.get(page)
-        state = "complete" if done else "incomplete"
-        rows.append(PageRow(page, count, archived, quarantined, state, broken.get(page, 0),
-                            hidden))  # fmt: skip
-    return tuple(rows)
+        found = streams.get(page, WHOLE)
+        rows.append(PageRow(
+            page=page, expected=count, archived=0, quarantined=0, state="",
+            broken_streams=found.broken, repaired_streams=found.repaired, breaks=found.breaks,
+            evidence=found.evidence,
+        ))  # fmt: skip
+    return _counted(rows, children)
+
+
+def _counted(
+    rows: list[PageRow] | tuple[PageRow, ...], children: list[ChildRecord]
+) -> tuple[PageRow, ...]:
+    """`rows` with their images counted. A page whose images are all accounted for (archived,
+    quarantined or hidden: not shown, and not archived) is `complete`, or `damaged` when a
+    content stream broke off: the page is then accounted for by its own row, a page-level
+    quarantine (what the stream would have drawn after the break is unknown). Else it is
+    `incomplete`."""
+    states = Counter((c.page, c.state) for c in children)
+    counted = []
+    for row in rows:
+        archived, quarantined = states[(row.page, "archived")], states[(row.page, "quarantined")]
+        hidden = states[(row.page, "hidden")]
+        state = "damaged" if row.broken_streams else "complete"
+        if archived + quarantined + hidden != row.expected:
+            state = "incomplete"
+        counted.append(replace(row, archived=archived, quarantined=quarantined, hidden=hidden,
+                               state=state))  # fmt: skip
+    return tuple(counted)
+
+
+def damaged_pages(manifest: Manifest) -> list[PageRow]:
+    """The revision's damaged pages (a content stream broke off), in page order."""
+    return [row for row in manifest.pages if row.state == "damaged"]
 
 
 def _metrics(children: list[ChildRecord], peak_rss_kib: int) -> Metrics:
@@ -80,16 +106,18 @@ def build_manifest(
     peak_rss_kib: int = 0,
     pages: int | None = None,
     facts: SourceFacts = NO_FACTS,
-    broken: dict[int, int] | None = None,
+    streams: dict[int, PageStreams] | None = None,
     source_file: SourceFile | None = None,
 ) -> Manifest:
     """The parent is complete only when archived + quarantined + hidden equals the expected
-    count, every one of the report's `pages` (as intake counted them) has its row, and no
-    page's walk met a broken stream (`broken`: page -> streams that broke off)."""
-    broken = broken or {}
+    count and every one of the report's `pages` (as intake counted them) has its row, each
+    accounted for: a damaged page (`streams`: page -> its content streams that broke off or were
+    repaired) is, by its own row."""
     counts = _counts(expected, children, pages)
+    rows = _page_rows(expected, children, streams or {})
     accounted = counts.archived + counts.quarantined + counts.hidden == counts.expected
-    complete = accounted and counts.pages_unaccounted == 0 and not broken
+    complete = accounted and counts.pages_unaccounted == 0
+    complete = complete and all(row.state != "incomplete" for row in rows)
     return Manifest(
         schema_version=SCHEMA_VERSION,
         parent_revision=ref.revision,
@@ -103,7 +131,7 @@ def build_manifest(
         deadlines=deadlines,
         counts=counts,
         metrics=_metrics(children, peak_rss_kib),
-        pages=_page_rows(expected, children, broken),
+        pages=rows,
         children=tuple(children),
         encrypted=facts.encrypted,
         permissions=facts.permissions,
@@ -126,14 +154,14 @@ def quarantine_reasons(manifest: Manifest) -> Counter:
 
 def recounted(manifest: Manifest, children: list[ChildRecord]) -> Manifest:
     """`manifest` with `children` in place of its own: counts and page rows recounted, the
-    same report, pages, deadlines and revision."""
+    same report, pages (with what broke off and any decision on them), deadlines and
+    revision."""
     expected = {row.page: row.expected for row in manifest.pages}
-    broken = {row.page: row.broken_streams for row in manifest.pages if row.broken_streams}
     pages = manifest.counts.pages + manifest.counts.pages_unaccounted
     return replace(
         manifest,
         counts=_counts(expected, children, pages),
-        pages=_page_rows(expected, children, broken),
+        pages=_counted(manifest.pages, children),
         children=tuple(children),
     )
 
@@ -142,8 +170,9 @@ def revised(
     manifest: Manifest, children: list[ChildRecord], revision: str, created_at: str
 ) -> Manifest:
     """A new revision of `manifest` with `children` in place of its own (a quarantine review's
-    decisions): the same report, pages and deadlines; counts and page rows recounted;
-    `previous_revision` names the revision it revises."""
+    decisions; a decision on a page is on `manifest`'s rows): the same report, pages and
+    deadlines; counts and page rows recounted; `previous_revision` names the revision it
+    revises."""
     return replace(
         recounted(manifest, children),
         parent_revision=revision,

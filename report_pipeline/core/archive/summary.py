@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from report_pipeline.core.archive.manifest import quarantine_reasons
+from report_pipeline.core.archive.manifest import damaged_pages, quarantine_reasons
 from report_pipeline.core.model import keys
 from report_pipeline.core.model.current import MonthHead
-from report_pipeline.core.model.records import ChildRecord, Manifest, Review
+from report_pipeline.core.model.records import ChildRecord, Manifest, PageRow, Review
 from report_pipeline.core.model.wording import plural
 
 
@@ -27,6 +27,7 @@ def summary(manifest: Manifest, location: str | None = None) -> str:
         f"  quarantined           {counts.quarantined}",
         *(f"    {n} x {reason}" for reason, n in reasons),
         *not_shown(manifest),
+        *damaged(manifest),
         *reviewed(manifest),
         f"  first attempt         {manifest.metrics.validated_first_attempt_pct}% "
         "settled, no retry",
@@ -86,9 +87,54 @@ def page_counts(manifest: Manifest) -> str:
     return "\n".join(lines)
 
 
+def damaged(manifest: Manifest) -> list[str]:
+    """A `damaged pages` section (a content stream broke off), and the streams MuPDF repaired;
+    no lines when every page was whole."""
+    rows = damaged_pages(manifest)
+    lines = [f"  damaged pages         {len(rows)}"] if rows else []
+    for row in rows:
+        decided = _decision(row.review) if row.review else "undecided"
+        lines.append(f"    page {row.page}  {row.reason}  {decided}")
+    repaired = sum(row.repaired_streams for row in manifest.pages)
+    if repaired:
+        lines.append(f"  repaired streams      {repaired} (ended early or without their "
+                     "checksum, operators whole)")  # fmt: skip
+    return lines
+
+
+def page_state(manifest: Manifest, row: PageRow) -> list[str]:
+    """What `show --page` says about the page itself: damaged (what broke off, what was drawn
+    before the break, the decision) and repaired streams; no lines for a whole page."""
+    lines = []
+    if row.state == "damaged":
+        before = row.breaks[0].drawn if row.breaks else 0
+        drawn = [c.sequence for c in manifest.children if c.page == row.page and c.index < before]
+        lines += [
+            "  damaged (a page-level quarantine): a content stream broke off, what followed is "
+            "unknown",
+            *(f"    {_printable(b.stream)}: {_printable(b.what)}" for b in row.breaks),
+            *([f"    and {row.broken_streams - len(row.breaks)} more stream(s)"]
+              if row.broken_streams > len(row.breaks) else []),
+            f"    drawn before the break: {plural(len(drawn), 'image')}"
+            + (f" (#{', #'.join(map(str, drawn))})" if drawn else ""),
+            f"    reviewed: {_decision(row.review)}" if row.review else
+            f"    review: undecided (report-pipeline quarantine decide {manifest.month} "
+            f"--page {row.page} accept|reject)",
+        ]  # fmt: skip
+    if row.repaired_streams:
+        streams = plural(row.repaired_streams, "content stream")
+        lines.append(f"  repaired: {streams} whose data ended early or without its checksum; "
+                     "its operators parse to the end")  # fmt: skip
+    return lines
+
+
 def page_occurrences(manifest: Manifest, page: int) -> str:
-    """One line per image occurrence of `page`: what happened to it, and where it is kept."""
+    """The page's state when it is not simply whole, then one line per image occurrence of
+    `page`: what happened to it, and where it is kept."""
     lines = [f"page {page} of {manifest.report_id}  revision {manifest.parent_revision}"]
+    lines += [
+        line for row in manifest.pages if row.page == page for line in page_state(manifest, row)
+    ]
     for c in (c for c in manifest.children if c.page == page):
         why = f"{c.quarantine_reason}: {c.quarantine_detail or ''}".rstrip(": ")
         hidden = c.hidden if c.state == "hidden" else f"hidden: {c.hidden}"
@@ -111,9 +157,12 @@ def reviewed(manifest: Manifest) -> list[str]:
     for child in manifest.children:
         if child.review is not None:
             decided.setdefault(child.review, []).append(child)
-    if not decided:
+    pages = [row for row in manifest.pages if row.review is not None]
+    if not decided and not pages:
         return []
-    lines = [f"  reviewed              {plural(len(decided), 'decision')}"]
+    lines = [f"  reviewed              {plural(len(decided) + len(pages), 'decision')}"]
+    lines += [f"    page {row.page}  damaged page  {_decision(row.review)}"
+              for row in pages if row.review is not None]  # fmt: skip
     for review, children in decided.items():
         first, pages = children[0], sorted({c.page for c in children})
         where = f"page {pages[0]}" if len(pages) == 1 else f"pages {','.join(map(str, pages))}"

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from report_pipeline.core.archive.manifest import damaged_pages
 from report_pipeline.core.archive.months import ARCHIVED_STATES, month_manifests
 from report_pipeline.core.checks.outcome import CheckOutcome
+from report_pipeline.core.checks.pages import pages_drawn_whole
 from report_pipeline.core.checks.revision_audit import compared, verify_revision
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.keys import archive_prefix
@@ -33,14 +35,18 @@ def _scope(manifest: Manifest) -> dict[str, Any]:
 
 
 def manifest_complete(manifest: Manifest) -> CheckOutcome:
-    """archived + quarantined + hidden = expected, and every page has its row."""
+    """archived + quarantined + hidden = expected, and every page has its row: a damaged page (a
+    content stream broke off) is accounted for by its own row (`pages_drawn_whole` names it)."""
     counts = manifest.counts
     passed = manifest.state in ARCHIVED_STATES
+    damaged = len(damaged_pages(manifest))
     text = "every image accounted for" if passed else "some images are unaccounted for"
+    if passed and damaged:
+        text += f"; {damaged} damaged page(s) accounted for by their own rows"
     keys = ("expected", "accounted", "archived", "quarantined", "hidden", "pages_unaccounted")
     return CheckOutcome(
         "manifest_complete", passed, text,
-        {**_scope(manifest), **{k: getattr(counts, k) for k in keys}},
+        {**_scope(manifest), **{k: getattr(counts, k) for k in keys}, "damaged_pages": damaged},
     )  # fmt: skip
 
 
@@ -169,7 +175,8 @@ def due_months(months: list[str], now: datetime, due_day: int) -> list[str]:
 
 
 REVISION_CHECKS = ("manifest_complete", "archive_matches_manifest", "first_attempt_validation",
-                   "quarantine_rate", "queue_age_p95", "quarantine_reviewed")  # fmt: skip
+                   "quarantine_rate", "queue_age_p95", "quarantine_reviewed",
+                   "pages_drawn_whole")  # fmt: skip
 
 
 def without_report(month: str, now: datetime, limits: Thresholds) -> list[CheckOutcome]:
@@ -216,4 +223,5 @@ def month_outcomes(
         queue_age_p95(manifest, limits),
         archived_on_time(manifest.month, archived_at, now, limits),
         quarantine_reviewed(manifest, now, limits),
+        pages_drawn_whole(manifest),
     ]

@@ -23,6 +23,8 @@ from report_pipeline.core.model.outcome import ImageOutcome
 # state `hidden` unless the deployment archives it, and says why (`hidden`); counts and page rows
 # count them (`hidden`); each left out when there is none. The manifest is complete when
 # archived + quarantined + hidden = expected.
+#    A page whose content stream broke off is `damaged`, with what broke off (`breaks`), its
+# `evidence` and a reviewer's decision (`review`); `repaired_streams` (each left out when empty).
 SCHEMA_VERSION = 5
 READABLE_SCHEMAS = (1, 2, 3, 4, 5)  # 1: without `md5`; such archives are checked by re-hashing
 
@@ -145,14 +147,56 @@ class Metrics:
 
 
 @dataclass(frozen=True)
+class Break:
+    """A content stream of a page whose operators were cut off (core/worker/breaks.py)."""
+
+    reason: str  # stream_unreadable | stream_cut_off | page_unloadable
+    stream: str  # which: "page content (object 7)", "form (object 12)", "annotation/form (…)"
+    what: str  # what broke off: "its data ends early, inside an inline image", …
+    drawn: int  # the page's image draws before it broke off (its first `drawn` records)
+
+
+@dataclass(frozen=True)
+class PageStreams:
+    """What the page walk found about one page's content streams (core/worker/breaks.py): how
+    many broke off, what broke off (the first few), the sha256 of their raw bytes, and how many
+    MuPDF repaired."""
+
+    broken: int = 0
+    breaks: tuple[Break, ...] = ()
+    evidence: str = ""
+    repaired: int = 0
+
+
+@dataclass(frozen=True)
 class PageRow:
+    """One page: its image draws accounted for, and whether its content streams were whole.
+
+    A page whose draws are all accounted for is `complete`, or `damaged` when a content
+    stream broke off (`breaks`): what it would have drawn after the break is unknown, so the
+    page itself is quarantined, accounted for by this row, and waits for a reviewer (`review`:
+    accepted as it is, or rejected). `incomplete`: draws unaccounted for. The optional fields
+    are left out of the JSON when empty, as before they were kept."""
+
     page: int
     expected: int
     archived: int
     quarantined: int
-    state: str  # complete | incomplete
-    broken_streams: int = 0  # content streams that broke off: the page cannot be complete
+    state: str  # complete | damaged | incomplete
+    broken_streams: int = 0  # content streams that broke off
     hidden: int = 0  # occurrences not shown and not archived (left out of the JSON at 0)
+    # content streams whose data ended early or failed its checksum, their operators whole
+    repaired_streams: int = 0
+    breaks: tuple[Break, ...] = ()  # what broke off, stream by stream
+    # sha256 of the raw bytes of the streams that broke off: with the page and its reason,
+    # what makes a later revision's damaged page "the same", so a decision carries over
+    evidence: str = ""
+    review: Review | None = None  # a reviewer's decision on a damaged page
+
+    @property
+    def reason(self) -> str:
+        """Why the page is quarantined: its first break's reason ("" when none broke off)."""
+        return self.breaks[0].reason if self.breaks else ""
 
 
 @dataclass(frozen=True)

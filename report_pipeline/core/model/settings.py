@@ -20,7 +20,9 @@ from pathlib import Path
 # disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
 # fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
 # 6: what a viewer does not show (optional content off, hidden annotations) is recorded hidden
-# and not archived, and patterns and soft masks count at each paint that uses them.
+# and not archived, and patterns and soft masks count at each paint that uses them; a page is
+# damaged only when a content stream's operators are cut off, and then it is a page-level
+# quarantine, not an incomplete month; streams MuPDF repairs are counted, not broken.
 EXTRACTOR_VERSION = "6"
 
 

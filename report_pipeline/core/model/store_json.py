@@ -4,9 +4,10 @@
 and `manifest.json` are read and written here and nowhere else (`plan.json`: plan.py).
 Manifests are written as schema 5: schema 1 key for key, plus `md5` on each child that has an
 object (left out when there is none, so a schema 1 manifest, read and written back, keeps its
-bytes), a child's `notes`, `review` and `hidden` (left out when empty), the optional keys of
-schemas 3 and 4 (left out when absent), and schema 5's hidden counts (left out at 0); all still
-read.
+bytes), a child's `notes`, `review` and `hidden` (left out when empty), a page's
+`broken_streams`, `hidden`, `repaired_streams`, `breaks`, `evidence` and `review` (left out when
+empty), the optional keys of schemas 3 and 4 (left out when absent), and schema 5's hidden
+counts (left out at 0); all still read.
 `outcomes.json` from before extraction wrote images straight to the archive (a `work_key` per
 image) is refused: its task must be extracted again.
 """
@@ -22,6 +23,7 @@ from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.records import (
     READABLE_SCHEMAS,
+    Break,
     ChildRecord,
     Counts,
     Deleted,
@@ -114,7 +116,7 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     document = record_to_dict(manifest)
     if not document["counts"]["hidden"]:
         del document["counts"]["hidden"]  # none: as manifests before schema 5 wrote it
-    document["pages"] = [_without_zero_broken(row) for row in document["pages"]]
+    document["pages"] = [_without_empty(row) for row in document["pages"]]
     document["children"] = [_without_absent_md5(child) for child in document["children"]]
     for key in _OPTIONAL:
         if document[key] is None:
@@ -122,11 +124,23 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     return document
 
 
-def _without_zero_broken(row: dict[str, Any]) -> dict[str, Any]:
-    for key in ("broken_streams", "hidden"):
+_PAGE_OPTIONAL = ("broken_streams", "hidden", "repaired_streams", "breaks", "evidence", "review")
+
+
+def _without_empty(row: dict[str, Any]) -> dict[str, Any]:
+    for key in _PAGE_OPTIONAL:
         if not row.get(key):
-            row.pop(key, None)  # a page with none: as the schemas before the key wrote it
+            row.pop(key, None)  # a whole, undecided page: as schemas 1 to 4 wrote it
     return row
+
+
+def page_from_json(row: dict[str, Any]) -> PageRow:
+    review = row.get("review")
+    return PageRow(**{
+        **row,
+        "breaks": tuple(Break(**b) for b in row.get("breaks", ())),
+        "review": Review(**review) if review else None,
+    })  # fmt: skip
 
 
 def manifest_from_json(document: dict[str, Any]) -> Manifest:
@@ -139,7 +153,7 @@ def manifest_from_json(document: dict[str, Any]) -> Manifest:
         "deadlines": Deadlines(**document["deadlines"]),
         "counts": Counts(**document["counts"]),
         "metrics": Metrics(**document["metrics"]),
-        "pages": tuple(PageRow(**row) for row in document["pages"]),
+        "pages": tuple(page_from_json(row) for row in document["pages"]),
         "children": tuple(child_from_json(child) for child in document["children"]),
         "deleted": Deleted(**deleted) if deleted is not None else None,
         "permissions": _tuple(document.get("permissions")),

@@ -27,7 +27,7 @@ from report_pipeline.core.archive.table import write_table
 from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, parse_iso
-from report_pipeline.core.model.records import ChildRecord, Manifest, Review
+from report_pipeline.core.model.records import ChildRecord, Manifest, PageRow, Review
 from report_pipeline.core.model.settings import DecodeSettings, ReviewSettings
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.review import confined
@@ -55,6 +55,7 @@ class Decided:
     changed: bool  # False: the same decision was already recorded
     reason: str = ""  # accept_failed: why the evidence still does not pass
     manifest: Manifest | None = None  # the month's manifest now (the new revision's)
+    page: int = 0  # a decision on a damaged page (core/review/pages.py): its number
 
 
 def decide(
@@ -99,7 +100,7 @@ def decide(
     if png:
         image_key = keys.image_key(manifest.report_id, revision, hashlib.sha256(png).hexdigest())
     children = [_decided(c, item, mark, png, image_key, reason) for c in manifest.children]
-    new = _publish(store, found, children, revision, png, image_key, now, evidence_by)
+    new = publish(store, found, children, revision, png, image_key, now, evidence_by)
     outcome = "accept_failed" if reason else wanted
     _audit(store, manifest, item, outcome, mark, revision, reason, now)
     return Decided(month, item.sequence, outcome, reviewer, revision, previous, True, reason, new)
@@ -153,12 +154,14 @@ def _evidence_deadline(manifest: Manifest, now: datetime, review: ReviewSettings
     return by if by < parse_iso(manifest.deadlines.archive_delete_by) else None
 
 
-def _publish(
+def publish(
     store: Store, found: Current, children: list[ChildRecord], revision: str, png: bytes,
     image_key: str, now: datetime, evidence_by: datetime | None = None,
+    pages: tuple[PageRow, ...] = (),
 ) -> Manifest:  # fmt: skip
     """The new revision's objects, deadline marker, manifest and table, then the month's record
-    names it: its manifest."""
+    names it: its manifest. `pages`: the page rows a decision on a page changed (else the
+    revision's own)."""
     manifest = found.manifest
     assert manifest is not None
     lock = keys.review_successor_key(manifest.report_id, manifest.parent_revision)
@@ -176,7 +179,7 @@ def _publish(
         md5 = next(c.md5 for c in children if c.object_key == image_key)
         store.put_if_absent(image_key, png, md5 or "")
     moved = [_moved(store, c, manifest.report_id, revision) for c in children]
-    new = revised(manifest, moved, revision, iso(now))
+    new = revised(replace(manifest, pages=pages or manifest.pages), moved, revision, iso(now))
     store_json.write_manifest(store, keys.manifest_key(manifest.report_id, revision), new)
     write_table(store, new)
     _make_current(store, found, new, now)

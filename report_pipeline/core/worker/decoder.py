@@ -26,6 +26,7 @@ from report_pipeline.core.model.store_json import record_to_dict
 from report_pipeline.core.worker import validation
 from report_pipeline.core.worker.extract import Processed, hidden_outcome, process_image
 from report_pipeline.core.worker.pdf_pages import Draws, ImageRef, expand, open_pdf, page_images
+from report_pipeline.core.worker.reopening import Reopening
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75
 _HEAD = struct.Struct(">II")
@@ -148,14 +149,14 @@ def child_main(sock: socket.socket, path: Path, limits: Limits, limit: Confineme
     code = EXIT_ERROR
     try:
         confine(sock.fileno(), limit)
-        with open_pdf(path) as doc:
+        with Reopening.within(path, limit.memory_bytes) as pages:  # memory bounded per page
             seen: set[int] = set()
             while True:
                 try:
                     job, _ = receive(sock)
                 except ChildGone:
                     break
-                _page(sock, doc, job, limits, seen)
+                _page(sock, pages.next_page(), job, limits, seen)
         code = 0
     except MemoryError:
         code = EXIT_MEMORY

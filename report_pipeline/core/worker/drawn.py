@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.model.records import PageStreams
+from report_pipeline.core.worker.breaks import Streams, label, parts
 from report_pipeline.core.worker.callbacks import entry, guarded
 from report_pipeline.core.worker.paints import FRESH, Paint, Paints
 from report_pipeline.core.worker.type3 import Type3Glyphs
@@ -30,11 +32,6 @@ MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, n
 # a pattern painted a million times would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
-# What MuPDF says (as a warning or a swallowed error) when it stops reading a content stream
-# early: too many syntax errors, or a filter that fails (damaged Flate data, a short stream).
-# What the stream would have drawn after that point is unknown. A single syntax error it skips
-# is not among them: the interpreter goes on after it.
-_BROKE_OFF = ("ignoring rest of", "treating as end of file", "zlib error", "premature end of")
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
         self.resources: list[mupdf.PdfObj] = []
         self.overflow = False
-        self.broken_streams = 0
+        self.streams = Streams()  # which content streams broke off (core/worker/breaks.py)
         self.invocations = 0
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
@@ -131,7 +128,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         self.path.append(kind)
         self.active.append(number)
         try:
-            self.process(lambda: self.interpret(resources, stream))
+            self.running([stream], lambda: self.interpret(resources, stream))
         finally:
             self.active.pop()
             self.path.pop()
@@ -149,17 +146,28 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
     def interpret(self, resources: mupdf.PdfObj, stream: mupdf.PdfObj) -> None:
         mupdf.pdf_process_contents(self, self.doc, resources, stream, self.cookie)
 
-    def process(self, call) -> None:
-        """A broken stream stops where MuPDF's renderer stops too; what it drew before counts.
-        An allocation that failed (a colour profile or font inflating past the memory limit)
-        is not a broken stream: the rest of the page was never looked at."""
+    def running(self, streams: list[mupdf.PdfObj], call) -> None:
+        """`call` runs `streams` (a page's content, a form, an annotation's appearance): what
+        MuPDF says meanwhile, and raises, is theirs to be judged by (`breaks.Streams`)."""
+        self.streams.enter()
+        raised = ""
+        try:
+            raised = self.process(call)
+        finally:
+            self.streams.leave(label(self.path, streams), streams, len(self.draws), raised)
+
+    def process(self, call) -> str:
+        """What MuPDF raised out of `call` ("": nothing): a broken stream stops where MuPDF's
+        renderer stops too; what it drew before counts. An allocation that failed (a colour
+        profile or font inflating past the memory limit) is not a broken stream: the rest of
+        the page was never looked at."""
         try:
             call()
         except mupdf.FzErrorBase as error:
-            if allocation_failed(error):
-                self.stop("memory_limit", "it needs more memory than the walk may use")
-            else:
-                self.broken_streams += 1
+            if not allocation_failed(error):
+                return str(error)
+            self.stop("memory_limit", "it needs more memory than the walk may use")
+        return ""
 
 
 def allocation_failed(error: Exception) -> bool:
@@ -167,10 +175,12 @@ def allocation_failed(error: Exception) -> bool:
     return any(word in str(error).lower() for word in _ALLOCATION_FAILED)
 
 
-def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> tuple[list[Draw], int]:
-    """Every image the page draws (1-based page number), in order, and how many of its streams
-    broke off (MuPDF raised, or gave up on the rest of the page): what a broken stream would
-    have drawn after the break is unknown. Raises TooManyDraws past `limit` draws."""
+def page_draws(
+    doc: pymupdf.Document, page_number: int, limit: int
+) -> tuple[list[Draw], PageStreams]:
+    """Every image the page draws (1-based page number), in order, and which of its content
+    streams broke off or were repaired (`breaks`): what a broken stream would have drawn after
+    the break is unknown. Raises TooManyDraws past `limit` draws."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     page = doc[page_number - 1]
     pdf_page = mupdf.pdf_page_from_fz_page(page.this)
@@ -187,20 +197,19 @@ def page_draws(doc: pymupdf.Document, page_number: int, limit: int) -> tuple[lis
             finder.annotation(annot)
         finally:
             finder.path.pop()
-    finder.process(lambda: mupdf.pdf_close_processor(finder))
+    finder.running([], lambda: mupdf.pdf_close_processor(finder))
     if finder.overflow:
         raise TooManyDraws(f"page {page_number} draws more than {limit} images")
     if finder.stopped:
         raise WalkLimit(*finder.stopped)
-    said = pymupdf.TOOLS.mupdf_warnings().lower().splitlines()
-    broke_off = sum(any(words in line for words in _BROKE_OFF) for line in said)
-    return finder.draws, finder.broken_streams + broke_off
+    return finder.draws, finder.streams.verdicts()
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
     finder.resources.append(resources)
-    finder.process(
-        lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie)
+    finder.running(
+        parts(contents),
+        lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie),
     )
 
 

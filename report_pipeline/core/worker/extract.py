@@ -25,6 +25,9 @@ from report_pipeline.core.worker.prefix import decode_prefix, parm
 from report_pipeline.core.worker.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
+# What MuPDF's Flate filter says of data without its adler32 checksum (or with a wrong one): the
+# samples may all be there; when they are not, MuPDF pads the image and says so.
+_FLATE_FRAMING = ("premature end of data in flate filter", "ignoring zlib error")
 # the colour spaces Pillow's decode is drawn in as it is: only with the components it declares
 _PLAIN_SPACES = {("L", "/DeviceGray"), ("RGB", "/DeviceRGB")}
 # MuPDF throws FZ_ERROR_SYSTEM "malloc (N bytes) failed" when the address-space limit is reached.
@@ -153,10 +156,18 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
         failed = Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}")
         raise _explained(doc, xref, ref, failed, "") from None
     warnings = pymupdf.TOOLS.mupdf_warnings()
-    if any(word in warnings.lower() for word in _TRUNCATION_WORDS):
+    if _short(warnings):
         padded = Quarantined("truncated", "MuPDF had to pad a short image stream")
         raise _explained(doc, xref, ref, padded, warnings)
     return image
+
+
+def _short(warnings: str) -> bool:
+    """MuPDF's warnings say the image's data ended before its samples did (a Flate stream
+    that only lacks its checksum delivered every sample: MuPDF did not pad it)."""
+    said = [line for line in warnings.lower().splitlines()
+            if not any(framing in line for framing in _FLATE_FRAMING)]  # fmt: skip
+    return any(word in line for line in said for word in _TRUNCATION_WORDS)
 
 
 def _explained(

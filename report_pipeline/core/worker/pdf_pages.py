@@ -9,6 +9,7 @@ from pathlib import Path
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.worker.codestream import canonical
 from report_pipeline.core.worker.drawn import Draw, TooManyDraws, page_draws
 
@@ -124,13 +125,14 @@ def page_images(
     return walk_page(doc, page_number)[0]
 
 
-def walk_page(doc: pymupdf.Document, page_number: int) -> tuple[list[ImageRef], int]:
-    """`page_images`, and how many of the page's streams broke off (see `drawn.page_draws`)."""
+def walk_page(doc: pymupdf.Document, page_number: int) -> tuple[list[ImageRef], PageStreams]:
+    """`page_images`, and which of the page's content streams broke off or were repaired
+    (see `drawn.page_draws`)."""
     try:
-        draws, broken = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
+        draws, streams = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
     except TooManyDraws as exc:
         raise TooManyImages(str(exc)) from None
-    return [_ref(doc, page_number, i, d) for i, d in enumerate(draws)], broken
+    return [_ref(doc, page_number, i, d) for i, d in enumerate(draws)], streams
 
 
 def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:

@@ -14,6 +14,7 @@ from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import PageTask, RevisionRef
 from report_pipeline.core.model.plan import Plan, read_plan, write_plan
+from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.storage.store import MissingObject, Store
 from report_pipeline.core.worker.pdf_pages import Draws, compact, expand
@@ -28,12 +29,12 @@ def budget(share: float, decode: DecodeSettings) -> float:
 
 def plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
-    target_units: float, decode: DecodeSettings, broken: dict[int, int] | None = None,
+    target_units: float, decode: DecodeSettings, streams: dict[int, PageStreams] | None = None,
     unread: dict[int, int] | None = None,
 ) -> list[PageTask]:  # fmt: skip
     """The revision's tasks, and its plan in the store: the images expected per page (an inline
-    image MuPDF never reads counts: it is recorded, `unread`), and the pages whose walk met a
-    broken stream (`broken`: they cannot be called complete)."""
+    image MuPDF never reads counts: it is recorded, `unread`), and the pages whose content
+    streams broke off (damaged) or were repaired (`streams`)."""
     queued_at = iso(utc_now())
     unread = unread or {}
     counts = [(images + unread.get(page, 0), pixels)
@@ -49,7 +50,7 @@ def plan(
         for g in groups
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    write_plan(store, ref, Plan(expected, broken or {}, queued_at, tuple(tasks)))
+    write_plan(store, ref, Plan(expected, streams or {}, queued_at, tuple(tasks)))
     return tasks
 
 

@@ -117,6 +117,6 @@ class Visibility:
                     if appearance.m_internal:
                         self.form(appearance)
             else:
-                self.process(lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
+                self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
             self.hiding = []

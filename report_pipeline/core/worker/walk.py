@@ -27,18 +27,19 @@ from typing import NoReturn
 
 from pymupdf import mupdf
 
+from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import decoder
-from report_pipeline.core.worker.drawn import WalkLimit, allocation_failed
+from report_pipeline.core.worker import breaks, decoder
+from report_pipeline.core.worker.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
 from report_pipeline.core.worker.pdf_pages import (
     MAX_DRAWS_PER_REPORT,
     Draws,
     TooManyImages,
     compact,
     expand,
-    open_pdf,
     walk_page,
 )
+from report_pipeline.core.worker.reopening import Reopening
 
 
 class WalkFailed(Exception):
@@ -53,13 +54,14 @@ class WalkFailed(Exception):
 class Walked:
     counts: list[tuple[int, int]]  # per page: (image draws, declared pixels)
     draws: list[Draws]  # per page: what the decoders draw without walking it again
-    broken: dict[int, int]  # page: streams that broke off there (what followed is unknown)
+    # page: its content streams that broke off (what followed is unknown) or were repaired
+    streams: dict[int, PageStreams]
     unread: dict[int, int]  # page: inline images its content begins that MuPDF never read
 
 
 def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
-    """Every page's image draws, declared pixels and broken streams, walked in a confined
-    child; raises WalkFailed when a page's walk cannot finish."""
+    """Every page's image draws, declared pixels and broken or repaired streams, walked in a
+    confined child; raises WalkFailed when a page's walk cannot finish."""
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -89,7 +91,7 @@ def _stop(pid: int) -> None:
 def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
     draws: list[Draws] = []
-    broken: dict[int, int] = {}
+    streams: dict[int, PageStreams] = {}
     unread: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
@@ -115,11 +117,12 @@ def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings
                 raise _refused(message["page"], message["reason"], message["detail"])
             counts.append((message["images"], message["pixels"]))
             draws.append(expand(message["draws"]))
-            for kind, found in (("broken", broken), ("unread", unread)):
-                if message[kind]:
-                    found[len(counts)] = message[kind]
+            if message["unread"]:
+                unread[len(counts)] = message["unread"]
+            if message["streams"]:
+                streams[len(counts)] = breaks.from_wire(message["streams"])
     _reap(pid)
-    return Walked(counts, draws, broken, unread)
+    return Walked(counts, draws, streams, unread)
 
 
 def _refused(page: int, reason: str, detail: str) -> WalkFailed:
@@ -144,8 +147,8 @@ def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoRetur
     try:
         decoder.confine(sock.fileno(), decoder.Confinement(
             settings.memory_bytes, max(1, int(settings.walk_cpu_seconds))))  # fmt: skip
-        with open_pdf(path) as doc:
-            _walk(sock, doc)
+        with Reopening.within(path, settings.memory_bytes) as pages:
+            _walk(sock, pages)
         code = 0
     except MemoryError:
         code = decoder.EXIT_MEMORY
@@ -153,16 +156,18 @@ def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoRetur
         os._exit(code)
 
 
-def _walk(sock: socket.socket, doc) -> None:
+def _walk(sock: socket.socket, pages: Reopening) -> None:
     total = 0
-    for number in range(1, doc.page_count + 1):
+    for number in range(1, pages.doc.page_count + 1):
+        doc = pages.next_page()  # reopened when earlier pages grew the child too much
         try:
-            refs, broken = walk_page(doc, number)
+            _annotations_within_limit(doc, number)
+            refs, streams = walk_page(doc, number)
             unread = _unread_inline_images(doc, number, refs)
         except MemoryError:
             raise
-        except mupdf.FzErrorFormat:  # MuPDF cannot load the page (a cycle in its resources):
-            refs, broken, unread = [], 1, 0  # nothing found, and the page not complete
+        except mupdf.FzErrorFormat as error:  # MuPDF cannot load the page (a cycle in its
+            refs, streams, unread = [], breaks.unloadable(doc, number, error), 0  # resources)
         except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
             decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
@@ -176,8 +181,31 @@ def _walk(sock: socket.socket, doc) -> None:
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
         draws = compact([(r.origin, r.xref, r.hidden) for r in refs])
-        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels, "broken": broken,
-                            "unread": unread, "draws": draws})  # fmt: skip
+        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels,
+                            "streams": breaks.to_wire(streams), "unread": unread,
+                            "draws": draws})  # fmt: skip
+
+
+_NOT_RUN = ("Link", "Popup")  # annotations MuPDF does not load as annotations of a page
+
+
+def _annotations_within_limit(doc, number: int) -> None:
+    """Refuse a page that lists more annotations than the walk runs, before MuPDF loads it.
+    Loading a page loads every annotation it lists and makes an appearance for each one that
+    has none (a form of 300,000 such fields: 1.8 GB) before the walk could count them. Links
+    and pop-ups are not loaded as annotations, so they do not count."""
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    page = mupdf.pdf_lookup_page_obj(pdf, number - 1)
+    annots = mupdf.pdf_dict_get(page, mupdf.PDF_ENUM_NAME_Annots)
+    listed, run = mupdf.pdf_array_len(annots), 0
+    if listed <= MAX_INVOCATIONS:
+        return
+    for i in range(listed):
+        subtype = mupdf.pdf_dict_get(mupdf.pdf_array_get(annots, i), mupdf.PDF_ENUM_NAME_Subtype)
+        run += mupdf.pdf_to_name(subtype) not in _NOT_RUN
+        if run > MAX_INVOCATIONS:
+            raise WalkLimit("walk_limit_exceeded", f"it lists more than {MAX_INVOCATIONS} "
+                            "annotations to run")  # fmt: skip
 
 
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token

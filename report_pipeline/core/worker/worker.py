@@ -89,12 +89,12 @@ def stage(
         store.put_file(ref.staged_key, found.path)
     write_draws(store, ref, walked.draws)  # before the plan: a task never misses its draws
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
-                 walked.broken, walked.unread)  # fmt: skip
+                 walked.streams, walked.unread)  # fmt: skip
     return staged, tasks
 
 
 def _image_counts(path: Path, pages: int, settings: WorkerSettings) -> walk.Walked:
-    """Per page (images, pixels, broken streams) for planning, found in a confined child
+    """Per page (images, pixels, broken or repaired streams) for planning, found in a confined child
     (core/worker/walk.py); every page intake counted must be listed."""
     try:
         return walk.image_counts(path, pages, settings.decode)

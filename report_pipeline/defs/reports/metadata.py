@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from report_pipeline.core.archive.manifest import damaged_pages
 from report_pipeline.core.checks.month_checks import quarantined_pct
 from report_pipeline.core.model.messages import ArchivedTask, PageTask, StagedReport
 from report_pipeline.core.model.records import ChildRecord, Manifest
@@ -139,6 +140,8 @@ def manifest_metadata(manifest: Manifest, key: str, reused: bool) -> dict[str, A
         "manifest_key": key,
         "reused_existing_manifest": reused,
         **asdict(manifest.counts),
+        "damaged_pages": len(damaged_pages(manifest)),
+        "repaired_streams": sum(p.repaired_streams for p in manifest.pages),
         "validated_first_attempt_pct": metrics.validated_first_attempt_pct,
         "quarantined_pct": quarantined_pct(manifest),
         "queue_age_p95_seconds": metrics.queue_age_p95_seconds,

@@ -11,7 +11,8 @@ from pydantic import Field
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.checks import month_checks
 from report_pipeline.core.model.keys import manifest_key
-from report_pipeline.core.review.decide import decide
+from report_pipeline.core.review.decide import Decided, decide
+from report_pipeline.core.review.pages import decide_page
 from report_pipeline.core.review.queue import ReviewError, archived_months
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.clock import ClockResource
@@ -26,43 +27,58 @@ class ReviewDecision(dg.Config):
     """One decision, as `report-pipeline quarantine decide` takes it (see docs/review.md)."""
 
     month: str = Field(description="the month, YYYY-MM")
-    sequence: int = Field(description="the image's sequence, from `quarantine list`")
+    sequence: int = Field(0, description="the image's sequence, from `quarantine list`")
+    page: int = Field(0, description="or a damaged page's number (then leave sequence 0)")
     decision: str = Field(description="accept or reject")
     reviewer: str = Field(description="who decides: a name, any script, no spaces")
     note: str = Field("", description="why: one line, at most 500 characters")
     revision: str = Field("", description="the revision listed; refused if it changed since")
 
 
-@dg.op(description="Record a reviewer's decision on one quarantined image: a new revision.")
+@dg.op(
+    description="Record a reviewer's decision on one quarantined image, or one damaged page: "
+    "a new revision."
+)
 def decide_quarantined_image(
     context: dg.OpExecutionContext, config: ReviewDecision, store: StoreResource,
     settings: WorkerResource, checks: CheckSettingsResource, clock: ClockResource,
 ) -> None:  # fmt: skip
     backend, worker, now = store.get_store(), settings.settings(), clock.now()
     try:
-        done = decide(
-            backend, config.month, config.sequence, config.decision, config.reviewer,
-            config.note, now, worker.review, worker.decode, config.revision,
-        )  # fmt: skip
+        done = _decided(backend, config, worker, now)
     except ReviewError as refused:
         raise refusal(refused, config) from None  # the ReviewError is not chained under it
     summary = {"decision": done.decision, "revision": done.revision, "changed": done.changed,
                "previous_revision": done.previous_revision, "sequence": done.sequence,
-               "reason": done.reason}  # fmt: skip
-    context.log.info(f"image {done.sequence} of {config.month}: {json.dumps(summary)}")
+               "page": done.page, "reason": done.reason}  # fmt: skip
+    item = f"page {done.page}" if done.page else f"image {done.sequence}"
+    context.log.info(f"{item} of {config.month}: {json.dumps(summary)}")
     manifest = done.manifest  # the month's revision now
     if manifest is not None and done.changed:  # both assets now show the new revision
         key = manifest_key(manifest.report_id, manifest.parent_revision)
-        why = f"image {done.sequence} {done.decision} by {config.reviewer}"
+        why = f"{item} {done.decision} by {config.reviewer}"
         for event in month_events(backend, manifest, key, checks.thresholds(), now, why):
             context.log_event(event)
     else:  # nothing changed: the decision's outcome, on the month's partition
         context.log_event(dg.AssetObservation(
             asset_key=ASSET, partition=config.month, metadata=summary,
-            description=f"quarantine review: image {done.sequence} {done.decision}",
+            description=f"quarantine review: {item} {done.decision}",
         ))  # fmt: skip
     if done.decision == "accept_failed":
         raise dg.Failure(f"still quarantined: {done.reason}", metadata=summary)
+
+
+def _decided(backend, config: ReviewDecision, worker, now) -> Decided:
+    """The decision on an image (`sequence`) or a damaged page (`page`): exactly one named."""
+    if bool(config.sequence) == bool(config.page):
+        raise ReviewError("bad_input", "name one item: an image's sequence, or a page")
+    if config.page:
+        return decide_page(backend, config.month, config.page, config.decision, config.reviewer,
+                           config.note, now, worker.review, config.revision)  # fmt: skip
+    return decide(
+        backend, config.month, config.sequence, config.decision, config.reviewer,
+        config.note, now, worker.review, worker.decode, config.revision,
+    )  # fmt: skip
 
 
 def refusal(refused: ReviewError, config: ReviewDecision) -> dg.Failure:
@@ -70,13 +86,18 @@ def refusal(refused: ReviewError, config: ReviewDecision) -> dg.Failure:
     prints) and its facts as metadata. Not retried: the same request is refused again."""
     return dg.Failure(
         description=f"refused ({refused.code}): {refused.message}",
-        metadata={"code": refused.code, "month": config.month, "sequence": config.sequence},
+        metadata={
+            "code": refused.code,
+            "month": config.month,
+            "sequence": config.sequence,
+            "page": config.page,
+        },
         allow_retries=False,
     )
 
 
-@dg.job(description="One quarantine decision from the Launchpad: month, sequence, accept or "
-        "reject, reviewer and note (docs/review.md). No shell needed.")  # fmt: skip
+@dg.job(description="One quarantine decision from the Launchpad: month, sequence (or page), "
+        "accept or reject, reviewer and note (docs/review.md). No shell needed.")  # fmt: skip
 def quarantine_review_job():
     decide_quarantined_image()
 
