@@ -125,9 +125,14 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
-        outer = (self.paint, self.saved_paints, self.text)
-        self.paint = FRESH if kind == "type3" else paint or self.paint
-        self.saved_paints, self.text = [], None
+        inner = FRESH if kind == "type3" else paint or self.paint
+        self._run(kind, number, stream, resources, inner)
+
+    def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
+        """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
+        sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
+        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts)
+        self.paint, self.saved_paints, self.text, self.saved_fonts = paint, [], None, []
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -135,7 +140,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         finally:
             self.active.pop()
             self.path.pop()
-            self.paint, self.saved_paints, self.text = outer
+            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts = outer
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
