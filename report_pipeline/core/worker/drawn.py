@@ -101,9 +101,15 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
     # -- what is drawn ---------------------------------------------------------------------
     def _record(self, kind: str, xref: int, inline: object = None) -> None:
         if len(self.draws) >= self.limit:
-            self.overflow = True
+            self.overflowed()
             return
         self.draws.append(Draw("/".join([*self.path, kind]), xref, inline, self.hidden))
+
+    def overflowed(self) -> None:
+        """One draw past the page's cap: the page is refused (`too_many_images`) whatever else
+        it draws, so MuPDF's interpreter stops at its next operator."""
+        self.overflow = True
+        self.cookie.set_abort()
 
     # -- running streams -------------------------------------------------------------------
     def run(
