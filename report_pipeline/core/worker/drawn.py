@@ -20,14 +20,15 @@ from pymupdf import mupdf
 
 from report_pipeline.core.worker.callbacks import entry, guarded
 from report_pipeline.core.worker.paints import FRESH, Paint, Paints
+from report_pipeline.core.worker.replays import Replays
 from report_pipeline.core.worker.type3 import Type3Glyphs
 from report_pipeline.core.worker.visibility import Visibility
 from report_pipeline.core.worker.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
-# Streams run for one page (forms, patterns, soft masks, glyph procedures, each time it is
-# drawn): real pages stay in the hundreds; fan-outs (a form drawing the next twice, 23 deep) and
-# a pattern painted a million times would keep the walk busy for minutes.
+# Streams run for one page (forms, glyph procedures and annotations each time they are drawn, a
+# pattern or soft mask once per state it paints in: `replays`): real pages stay in the hundreds;
+# fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
 # What MuPDF says (as a warning or a swallowed error) when it stops reading a content stream
@@ -59,7 +60,7 @@ class WalkLimit(Exception):
         self.reason, self.detail = reason, detail
 
 
-class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2):
+class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
@@ -125,14 +126,16 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         if len(self.path) >= MAX_NESTING:
             self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")
             return
-        if not self.invoke():
-            return
         if resources is None or not resources.m_internal:
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
         inner = FRESH if kind == "type3" else paint or self.paint
-        self._run(kind, number, stream, resources, inner)
+        key = self.replay_key(kind, stream, resources, inner)  # a pattern's or soft mask's
+        if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
+            return
+        with self.recorded(key, (stream, resources, inner, self.font)):
+            self._run(kind, number, stream, resources, inner)
 
     def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
