@@ -6,11 +6,17 @@ mask's image once per `gs`)."""
 
 from __future__ import annotations
 
+import resource
+import time
+
 import pymupdf
 import pytest
 
+from fixtures._many_paints import MANY_PAINTS
 from fixtures._paints import PAINT_PAGES
 from fixtures._verify_draws import mupdf_draws
+from report_pipeline.core.model.settings import DecodeSettings
+from report_pipeline.core.worker import walk
 from report_pipeline.core.worker.pdf_pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -57,3 +63,35 @@ def test_the_report_archives_one_record_per_paint_and_is_complete(run_fixture):
     assert [p.expected for p in manifest.pages] == [n for _, n in PAINT_PAGES.values()]
     origins = {c.origin for c in manifest.children}
     assert {"pattern/xobject", "softmask/xobject", "form/softmask/xobject"} <= origins
+
+
+MANY = "many_paints.pdf"
+ORIGINS = {1: "pattern/xobject", 2: "softmask/xobject"}
+
+
+@pytest.mark.parametrize("page", sorted(MANY_PAINTS))
+def test_thousands_of_paints_are_a_record_per_image_drawn_and_cost_no_runs(page):
+    """many_paints.pdf (fixtures/_many_paints.py): 30,000 paints a page, with a hatch, an image
+    pattern and two soft masks; run at each paint they were 30,000 runs, past the limit of
+    20,000. The image-free hatch and mask add nothing; each image-bearing paint one record."""
+    with pymupdf.open(fixture_pdf(MANY)) as doc:
+        started = time.process_time()
+        refs = page_images(doc, page)
+        cpu = time.process_time() - started
+        drawn = mupdf_draws(doc[page - 1])
+    assert len(refs) == drawn == MANY_PAINTS[page]
+    assert {ref.origin for ref in refs} == {ORIGINS[page]}
+    assert cpu < 3  # about 0.3 s
+
+
+def test_a_report_of_thousands_of_paints_is_walked_in_its_child_and_archived(run_fixture):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    walked = walk.image_counts(fixture_pdf(MANY), len(MANY_PAINTS), DecodeSettings())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert [images for images, _ in walked.counts] == list(MANY_PAINTS.values())
+    assert cpu < 5  # the walk's child, both pages: about 0.5 s
+    manifest = run_fixture(MANY)
+    assert manifest.state == "complete"
+    assert manifest.counts.archived == sum(MANY_PAINTS.values())
+    assert manifest.counts.distinct_images == 2

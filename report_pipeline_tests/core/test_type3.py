@@ -55,3 +55,17 @@ def test_a_glyph_shown_hidden_and_shown_again_is_one_hidden_and_one_shown_record
     assert [(r.origin, r.hidden) for r in refs] == [
         ("type3/xobject", "optional_content_off"), ("type3/xobject", "")
     ]  # fmt: skip
+
+
+def test_a_type3_font_a_form_selects_stays_inside_the_form():
+    """MuPDF runs a form in a saved graphics state: the font it selects is gone after it, so
+    text the page shows next, with no font of its own, runs no glyph procedure."""
+    with pymupdf.open(fixture_pdf("image_paths.pdf")) as doc:
+        page = doc[TYPE3_PAGE - 1]
+        form = doc.get_new_xref()
+        doc.update_object(form, "<</Type/XObject/Subtype/Form/BBox[0 0 9 9]>>")
+        doc.update_stream(form, b"BT /T3 9 Tf ET")  # the page's resources: it has none
+        resources = doc.xref_get_key(page.xref, "Resources")[1].split()[0]
+        doc.xref_set_key(int(resources), "XObject", f"<</F {form} 0 R>>")
+        doc.update_stream(page.get_contents()[0], b"/F Do BT (a) Tj ET")
+        assert page_images(doc, TYPE3_PAGE) == []

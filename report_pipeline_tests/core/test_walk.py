@@ -1,6 +1,6 @@
 """The page walk (finding what each page draws) is confined like the decoders, and bounded:
-fan-outs, deep nesting, patterns painted again and again and floods of form fields end with a
-reason that names the page, in bounded time (fixtures/_walks.py)."""
+fan-outs, deep nesting, a pattern painted into too many records and floods of form fields end
+with a reason that names the page, in bounded time (fixtures/_walks.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 
 from fixtures import _damaged as damaged
 from fixtures import _walks as walks
+from fixtures._many_paints import imaged_pages
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
 from report_pipeline.core.pipeline import run_report
@@ -36,6 +37,29 @@ def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name
     assert refused.value.message.startswith("finding the images of page 1 stopped: ")
     assert time.monotonic() - started < 60 and cpu < 60
     assert list(store.list("archive")) == []  # nothing archived for a report it cannot account
+
+
+def test_an_image_free_pattern_painted_100000_times_is_accepted_in_bounded_time(tmp_path):
+    """hostile_walk_pattern.pdf's page with a cell that draws no image, as a hatch: its first
+    paint runs it, the rest replay nothing. Its cost is the content stream's, not 100,000 runs."""
+    hatched = tmp_path / "hatched.pdf"
+    hatched.write_bytes(walks.pattern(cell=b"0 0 1 1 re f"))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    counts = walk.image_counts(hatched, 1, DecodeSettings()).counts
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert counts == [(0, 0)]
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 20  # about 2 s
+
+
+def test_replayed_records_count_against_the_reports_cap(tmp_path):
+    """Six pages that each paint an image pattern 9,000 times: each page within its cap, the
+    report past its 50,000 records at page 6."""
+    path = tmp_path / "imaged.pdf"
+    path.write_bytes(imaged_pages(6, 9_000))
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(path, 6, DecodeSettings())
+    assert failed.value.reason == "too_many_images"
+    assert failed.value.message.startswith("finding the images of page 6 stopped")
 
 
 def test_the_walk_runs_outside_the_run_process(store, settings):

@@ -49,6 +49,9 @@ class Streams:
     said: list[list[str]] = field(default_factory=list)  # warnings of each stream running
     seen: set[tuple[int, ...]] = field(default_factory=set)
     runs: list[_Run] = field(default_factory=list)  # the first run of each stream that drew a word
+    # runs that drew a word (a warning or an error), each one, judged or not: such a run may be
+    # broken or repaired, so it stands for no other (`replays`)
+    words: int = 0
 
     def enter(self) -> None:
         """A stream starts running: what MuPDF said until now belongs to the one around it."""
@@ -60,6 +63,7 @@ class Streams:
         `drawn` images by its end; `raised`: the error MuPDF raised out of it."""
         self._charge()
         said = "\n".join(self.said.pop()) if self.said else ""
+        self.words += bool(said or raised)
         key = tuple(mupdf.pdf_to_num(stream) for stream in streams)
         if key and all(key) and key in self.seen:
             return  # judged on its first run: a form drawn again reads the same bytes

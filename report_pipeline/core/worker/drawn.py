@@ -22,14 +22,15 @@ from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.worker.breaks import Streams, label, parts
 from report_pipeline.core.worker.callbacks import entry, guarded
 from report_pipeline.core.worker.paints import FRESH, Paint, Paints
+from report_pipeline.core.worker.replays import Replays
 from report_pipeline.core.worker.type3 import Type3Glyphs
 from report_pipeline.core.worker.visibility import Visibility
 from report_pipeline.core.worker.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
-# Streams run for one page (forms, patterns, soft masks, glyph procedures, each time it is
-# drawn): real pages stay in the hundreds; fan-outs (a form drawing the next twice, 23 deep) and
-# a pattern painted a million times would keep the walk busy for minutes.
+# Streams run for one page (forms, glyph procedures and annotations each time they are drawn, a
+# pattern or soft mask once per state it paints in: `replays`): real pages stay in the hundreds;
+# fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
 
@@ -56,7 +57,7 @@ class WalkLimit(Exception):
         self.reason, self.detail = reason, detail
 
 
-class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2):
+class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
@@ -98,9 +99,15 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
     # -- what is drawn ---------------------------------------------------------------------
     def _record(self, kind: str, xref: int, inline: object = None) -> None:
         if len(self.draws) >= self.limit:
-            self.overflow = True
+            self.overflowed()
             return
         self.draws.append(Draw("/".join([*self.path, kind]), xref, inline, self.hidden))
+
+    def overflowed(self) -> None:
+        """One draw past the page's cap: the page is refused (`too_many_images`) whatever else
+        it draws, so MuPDF's interpreter stops at its next operator."""
+        self.overflow = True
+        self.cookie.set_abort()
 
     # -- running streams -------------------------------------------------------------------
     def run(
@@ -116,15 +123,22 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         if len(self.path) >= MAX_NESTING:
             self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")
             return
-        if not self.invoke():
-            return
         if resources is None or not resources.m_internal:
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
-        outer = (self.paint, self.saved_paints, self.text)
-        self.paint = FRESH if kind == "type3" else paint or self.paint
-        self.saved_paints, self.text = [], None
+        inner = FRESH if kind == "type3" else paint or self.paint
+        key = self.replay_key(kind, stream, resources, inner)  # a pattern's or soft mask's
+        if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
+            return
+        with self.recorded(key, (stream, resources, inner, self.font)):
+            self._run(kind, number, stream, resources, inner)
+
+    def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
+        """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
+        sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
+        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts)
+        self.paint, self.saved_paints, self.text, self.saved_fonts = paint, [], None, []
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -132,7 +146,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, mupdf.PdfProcessor2)
         finally:
             self.active.pop()
             self.path.pop()
-            self.paint, self.saved_paints, self.text = outer
+            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts = outer
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pymupdf
@@ -120,8 +120,8 @@ def page_images(
     (core/worker/walk.py): the page is not interpreted again unless one of them is an inline
     image (xref 0), whose parsed object only a walk hands over."""
     if known is not None and all(xref > 0 for _, xref, _ in known):
-        draws = (Draw(origin, xref, hidden=hidden) for origin, xref, hidden in known)
-        return [_ref(doc, page_number, i, draw) for i, draw in enumerate(draws)]
+        draws = [Draw(origin, xref, hidden=hidden) for origin, xref, hidden in known]
+        return _refs(doc, page_number, draws)
     return walk_page(doc, page_number)[0]
 
 
@@ -132,7 +132,23 @@ def walk_page(doc: pymupdf.Document, page_number: int) -> tuple[list[ImageRef], 
         draws, streams = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
     except TooManyDraws as exc:
         raise TooManyImages(str(exc)) from None
-    return [_ref(doc, page_number, i, d) for i, d in enumerate(draws)], streams
+    return _refs(doc, page_number, draws), streams
+
+
+def _refs(doc: pymupdf.Document, page: int, draws: list[Draw]) -> list[ImageRef]:
+    """The page's draws as ImageRefs; an object drawn again (a pattern painted thousands of
+    times) has its dictionary read once."""
+    read: dict[int, ImageRef] = {}
+    refs = []
+    for index, draw in enumerate(draws):
+        first = read.get(draw.xref) if draw.inline is None else None
+        if first is None:
+            refs.append(_ref(doc, page, index, draw))
+            if draw.inline is None:
+                read[draw.xref] = refs[-1]
+        else:
+            refs.append(replace(first, index=index, origin=draw.origin, hidden=draw.hidden))
+    return refs
 
 
 def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:

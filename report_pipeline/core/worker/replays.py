@@ -1,0 +1,101 @@
+"""A tiling pattern or soft mask runs once for each state that can change what it draws; every
+later paint in that state replays what the run drew.
+
+A pattern counts at each paint that uses it, and a soft mask at each paint under it (`paints`).
+Running its content at every paint would make a map that fills 30,000 paths with one hatch
+30,000 stream runs, past the walk's limit (`drawn.MAX_INVOCATIONS`). So the first run keeps its
+draws (each image's origin below the stream, its object or inline image, why it is hidden), and
+a later paint in the same state appends them again: a record per image, not a run. A pattern
+or mask that draws no image costs a dictionary lookup.
+
+The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics state of its own):
+- the stream, its kind and the resources it runs with (its own, or the current ones);
+- the paint it runs with: the other material's pattern, the text rendering mode;
+- the streams being run (`active`: one met again is a cycle, skipped) and the depth (`path`:
+  the nesting limit);
+- the visibility it starts in (marked content off, an XObject's /OC; optional content itself is
+  the document's, the same all walk), and the Type3 font selected (text without `Tf` uses it).
+What nests inside it (forms, patterns, glyphs) is part of the one run. A run is not kept, and
+the next paint runs it again, counted, when it cannot stand for the next: a stream it ran made
+MuPDF warn or raise, so `breaks` may judge it broken or repaired (`Streams.words`; a stream is
+judged on its first run, so a page's verdicts are the same with or without replays), it
+stopped the walk or overflowed, or it ran a Type3 glyph procedure (a glyph runs once per page:
+the next run, which finds it done, is the one to keep). Misses are runs like any other, so a
+file that changes the state at every paint still meets the run limit; replayed records count
+against the page's and the report's caps like any other (`pdf_pages`, `walk`).
+
+A mixin for `drawn.DrawFinder`, which provides `draws`, `limit`, `overflowed`, `path`, `active`,
+`streams` (`breaks.Streams`) and the state the key reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from pymupdf import mupdf
+
+REPLAYED = ("pattern", "softmask")  # the kinds of stream a paint runs
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one run drew, each origin below the stream that ran, and the state it left."""
+
+    draws: tuple  # drawn.Draw, origin relative
+    marked_off: int  # an unbalanced BDC or EMC inside carries out, as it did when run
+    kept: tuple  # the objects the key names by address: they outlive the key
+
+
+class Replays:
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.ran: dict[tuple, Ran] = {}
+
+    def replay_key(self, kind: str, stream, resources, paint) -> tuple | None:
+        """What decides what `stream` draws when run now (None: a kind never replayed)."""
+        if kind not in REPLAYED:
+            return None
+        streams = (paint.fill, paint.stroke, paint.softmask)
+        materials = tuple((identity(s[0]), identity(s[1])) if s else None for s in streams)
+        return (kind, identity(stream), identity(resources), materials, paint.render,
+                tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
+                identity(self.font))  # fmt: skip
+
+    def replayed(self, key: tuple | None) -> bool:
+        """Append what the run for `key` drew, if one was kept, under the current origin."""
+        ran = self.ran.get(key) if key is not None else None
+        if ran is None:
+            return False
+        prefix = "/".join(self.path)
+        for draw in ran.draws:
+            if len(self.draws) >= self.limit:
+                self.overflowed()
+                break
+            origin = f"{prefix}/{draw.origin}" if prefix else draw.origin
+            self.draws.append(replace(draw, origin=origin))
+        self.marked_off = ran.marked_off
+        return True
+
+    @contextmanager
+    def recorded(self, key: tuple | None, kept: tuple) -> Iterator[None]:
+        """Run the body (the stream, from the state `key` names) and keep what it drew."""
+        if key is None:
+            yield
+            return
+        before = (len(self.draws), self.streams.words, len(self.glyphs_done))
+        cut = len("/".join(self.path)) + 1 if self.path else 0
+        yield
+        after = (len(self.draws), self.streams.words, len(self.glyphs_done))
+        if self.overflow or self.stopped or before[1:] != after[1:]:
+            return
+        draws = tuple(replace(d, origin=d.origin[cut:]) for d in self.draws[before[0] :])
+        self.ran[key] = Ran(draws, self.marked_off, kept)
+
+
+def identity(obj: mupdf.PdfObj | None) -> int:
+    """An object told apart from others: its number, or a direct one's address (negative)."""
+    if obj is None or not obj.m_internal:
+        return 0
+    return mupdf.pdf_to_num(obj) or -mupdf.pdf_resolve_indirect(obj).m_internal_value()
