@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -64,11 +66,11 @@ def revision_for(report_id: str, source_hash: str, extractor_version: str) -> st
     return hashlib.sha256(key).hexdigest()[:20]
 
 
-def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
-    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`.
-
-    A file already larger than the cap when opened is refused before any byte is copied."""
-    digest = hashlib.sha256()
+@contextmanager
+def _opened(source: Path, max_bytes: int) -> Iterator[BinaryIO]:
+    """The report open for reading; refused as unreadable, or as too large when it already is
+    larger than the cap (checked on the open file, before any byte is read). Errors never show
+    the path."""
     try:
         src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
     except OSError as exc:
@@ -76,29 +78,34 @@ def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str
     with src:
         if os.fstat(src.fileno()).st_size > max_bytes:
             raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
+        yield src
+
+
+def stage_stream(source: Path, workdir: Path, max_bytes: int) -> tuple[Path, str, int]:
+    """Copy `source` into a private file, hashing as it goes and never past `max_bytes`.
+
+    A file already larger than the cap when opened is refused before any byte is copied."""
+    digest = hashlib.sha256()
+    with _opened(source, max_bytes) as src:
         dest = private_file(workdir, ".pdf")
         with open(dest, "wb") as out:
             size = copy_capped(src, out, max_bytes, digest)
     return dest, digest.hexdigest(), size
 
 
+class _Nowhere:
+    """A sink for bytes that are only hashed."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
 def content_hash(source: Path, max_bytes: int) -> tuple[str, int]:
     """(sha256, bytes) of a report, read under the byte cap and copied nowhere: how intake
     learns which content a file holds (core/intake/arrivals.py)."""
     digest = hashlib.sha256()
-    try:
-        src = open(source, "rb")  # noqa: SIM115 - closed below; errors must not show the path
-    except OSError as exc:
-        raise RefusedInput("unreadable", f"report cannot be read ({exc.strerror})") from None
-    with src:
-        if os.fstat(src.fileno()).st_size > max_bytes:
-            raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
-        size = 0
-        while chunk := src.read(storage.CHUNK):
-            size += len(chunk)
-            if size > max_bytes:
-                raise RefusedInput("too_large", f"report is larger than {max_bytes} bytes")
-            digest.update(chunk)
+    with _opened(source, max_bytes) as src:
+        size = copy_capped(src, _Nowhere(), max_bytes, digest)  # type: ignore[arg-type]
     return digest.hexdigest(), size
 
 

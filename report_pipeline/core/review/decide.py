@@ -65,13 +65,10 @@ def decide(
 ) -> Decided:  # fmt: skip
     review, decode = review or ReviewSettings(), decode or DecodeSettings()
     reviewer = check_request(month, decision, reviewer, note, review)  # as recorded (NFC)
-    found = month_now(store, month)
+    found = month_now(store, month, expected_revision)
     manifest = found.manifest
     assert manifest is not None
     previous = manifest.parent_revision
-    if expected_revision and expected_revision != previous:
-        raise ReviewError("revision_changed", f"{month}'s archived revision is now {previous}, "
-                          f"not {expected_revision}: list the queue again")  # fmt: skip
     item = find(manifest, sequence)
     wanted = DECISIONS[decision]
     if item.decision:

@@ -102,13 +102,10 @@ def decide_page(
 ) -> Decided:  # fmt: skip
     """Accept the damaged page as it is, or reject it: a new revision of the month."""
     reviewer = check_request(month, decision, reviewer, note, review or ReviewSettings())
-    found = month_now(store, month)
+    found = month_now(store, month, expected_revision)
     manifest = found.manifest
     assert manifest is not None
     previous = manifest.parent_revision
-    if expected_revision and expected_revision != previous:
-        raise ReviewError("revision_changed", f"{month}'s archived revision is now {previous}, "
-                          f"not {expected_revision}: list the queue again")  # fmt: skip
     item, wanted = find_page(manifest, page), DECISIONS[decision]
     if item.decision:
         if item.decision == wanted:

@@ -49,11 +49,16 @@ def archived(store: Store, month: str) -> tuple[str, Manifest]:
     return found.key, found.manifest
 
 
-def month_now(store: Store, month: str) -> Current:
-    """The month's current revision while archived, or ReviewError `unknown_month`."""
+def month_now(store: Store, month: str, expected_revision: str = "") -> Current:
+    """The month's current revision while archived, or ReviewError `unknown_month`; with
+    `expected_revision` (the one a reviewer listed), `revision_changed` when it is another."""
     found = current(store, month)
-    if found is None or not found.live:
+    if found is None or found.manifest is None or not found.live:
         raise ReviewError("unknown_month", f"nothing is archived for {month}")
+    now = found.manifest.parent_revision
+    if expected_revision and expected_revision != now:
+        raise ReviewError("revision_changed", f"{month}'s archived revision is now {now}, "
+                          f"not {expected_revision}: list the queue again")  # fmt: skip
     return found
 
 
