@@ -33,8 +33,8 @@ from report_pipeline.core.intake import month_report, watch
 from report_pipeline.core.intake import sources as core_sources
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports import sensors
 
@@ -119,7 +119,7 @@ def run(reports: int, repeat: int) -> list[tuple[str, float, dict, int]]:
         resources = {
             "inbox": InboxResource(root=str(inbox), settle_seconds=0),
             "store": StoreResource(root=f"{tmp}/store"),
-            "settings": WorkerResource(work_root=f"{tmp}/work"),
+            "settings": PipelineSettingsResource(work_root=f"{tmp}/work"),
         }
         state = {"cursor": None}
 

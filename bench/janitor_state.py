@@ -23,9 +23,9 @@ from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso
 from report_pipeline.core.model.keys import children_key
 from report_pipeline.core.model.messages import RevisionRef
-from report_pipeline.core.model.plan import Plan, write_plan
 from report_pipeline.core.model.records import ChildRecord
 from report_pipeline.core.model.settings import RetentionPolicy
+from report_pipeline.core.plan.record import Plan, write_plan
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.retention.janitor import JanitorPass
 from report_pipeline.core.scratch.workdir import (

@@ -24,17 +24,17 @@ import dagster as dg
 
 from bench.common import ROOT, BenchError
 from report_pipeline.core.archive.table import write_table
-from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
+from report_pipeline.core.decode.child import decode_in_process
+from report_pipeline.core.decode.pool import decode_pages
+from report_pipeline.core.model.settings import DecodeSettings, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.decoder import decode_in_process
-from report_pipeline.core.worker.isolation import decode_pages
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.deployment import EXECUTOR
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.jobs import extract_report_job
@@ -104,7 +104,7 @@ def plain(
     decoding in this process (the baseline), else with the given isolated decoder pool."""
     with fresh_dir(scratch, "plain-") as tmp:
         store = LocalStore(tmp / "store")
-        settings = WorkerSettings(tmp / "work", decode=decode or DecodeSettings())
+        settings = PipelineSettings(tmp / "work", decode=decode or DecodeSettings())
         # no decode settings: the plain loop, decoding in this process (no decoder children)
         decoders = decode_pages if decode else decode_in_process
         with settled_heap():
@@ -123,7 +123,7 @@ def _definitions(tmp: Path, pdf: Path) -> dg.Definitions:
     resources = {
         "inbox": InboxResource(root=str(tmp / "inbox")),
         "store": StoreResource(root=str(tmp / "store")),
-        "settings": WorkerResource(work_root=str(tmp / "work")),
+        "settings": PipelineSettingsResource(work_root=str(tmp / "work")),
         "checks": CheckSettingsResource(),
     }
     return dg.Definitions(

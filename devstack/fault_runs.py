@@ -20,8 +20,8 @@ import dagster as dg
 from report_pipeline.core.archive.months import revisions
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.messages import RevisionRef
-from report_pipeline.core.model.plan import Plan, read_plan
 from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.plan.record import Plan, read_plan
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.reports.guard import MAX_TRIES
 from report_pipeline.defs.reports.ops import stage_report_run_config

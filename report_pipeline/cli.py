@@ -15,7 +15,7 @@ from pathlib import Path
 from report_pipeline import review_cli
 from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.intake.intake import RefusedInput, check_month
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.model.store_json import manifest_to_json
 
 EXIT_REFUSED = 3
@@ -125,7 +125,7 @@ def _preview(args: argparse.Namespace) -> int:
     try:
         scratch = scratch_base(Path(tempfile.gettempdir()))
         manifest = preview(
-            args.pdf, args.out, WorkerSettings(scratch, Limits(max_pages=args.max_pages))
+            args.pdf, args.out, PipelineSettings(scratch, Limits(max_pages=args.max_pages))
         )
     except RefusedInput as refused:
         print(f"report-pipeline: refused ({refused.code}): {refused.message}", file=sys.stderr)

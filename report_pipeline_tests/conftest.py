@@ -9,7 +9,7 @@ import pytest
 
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
@@ -66,12 +66,12 @@ def store(tmp_path: Path) -> LocalStore:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> WorkerSettings:
-    return WorkerSettings(tmp_path / "work")
+def settings(tmp_path: Path) -> PipelineSettings:
+    return PipelineSettings(tmp_path / "work")
 
 
 @pytest.fixture
-def run_fixture(store: LocalStore, settings: WorkerSettings) -> Callable[..., Manifest]:
+def run_fixture(store: LocalStore, settings: PipelineSettings) -> Callable[..., Manifest]:
     """Run a fixture PDF through the core pipeline (no Dagster) and return its manifest."""
 
     def run(name: str, **kwargs) -> Manifest:

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from report_pipeline.cli import main
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
@@ -43,7 +43,7 @@ def deployed(request, tmp_path, monkeypatch):
     env["REPORT_PIPELINE_WORK"] = str(tmp_path / "work")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    run_report(store, fixture_pdf("monthly_report.pdf"), WorkerSettings(tmp_path / "w"), "inbox",
+    run_report(store, fixture_pdf("monthly_report.pdf"), PipelineSettings(tmp_path / "w"), "inbox",
                MONTH)  # fmt: skip
     return store
 
@@ -102,7 +102,7 @@ def damaged_store(tmp_path, monkeypatch) -> LocalStore:
     monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("REPORT_PIPELINE_WORK", str(tmp_path / "work"))
     store = LocalStore(tmp_path / "store")
-    run_report(store, fixture_pdf("cut_off_streams.pdf"), WorkerSettings(tmp_path / "w"),
+    run_report(store, fixture_pdf("cut_off_streams.pdf"), PipelineSettings(tmp_path / "w"),
                "inbox", MONTH)  # fmt: skip
     return store
 

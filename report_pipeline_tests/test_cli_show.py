@@ -10,7 +10,7 @@ import pytest
 from report_pipeline.cli import EXIT_NO_PAGE, EXIT_NOT_ARCHIVED, main
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.store_json import child_to_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review.decide import decide
@@ -38,7 +38,7 @@ def archived(request, tmp_path_factory, s3_server) -> tuple[dict[str, str], Mani
                "REPORT_PIPELINE_S3_PREFIX": "pipeline", "REPORT_PIPELINE_S3_ENDPOINT": s3.endpoint,
                **s3_helpers.CREDENTIALS, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}  # fmt: skip
         store = S3Store(s3.client, s3.bucket, prefix="pipeline")
-    settings = WorkerSettings(root / "work")
+    settings = PipelineSettings(root / "work")
     return env, run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", MONTH)
 
 
@@ -99,7 +99,7 @@ def test_a_reviewed_month_names_each_decision_its_reviewer_time_and_note(
     store = LocalStore(tmp_path / "store")
     monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
     monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
-    run_report(store, fixture_pdf("monthly_report.pdf"), WorkerSettings(tmp_path / "w"), "inbox",
+    run_report(store, fixture_pdf("monthly_report.pdf"), PipelineSettings(tmp_path / "w"), "inbox",
                MONTH)  # fmt: skip
     queue = {i.reason: i for i in pending(store, [MONTH])}
     cut, odd = queue["truncated"], queue["signature_mismatch"]
@@ -127,7 +127,7 @@ def test_a_damaged_page_says_what_broke_off_what_it_drew_before_and_its_review(
     store = LocalStore(tmp_path / "store")
     monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
     monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
-    run_report(store, fixture_pdf("cut_off_streams.pdf"), WorkerSettings(tmp_path / "w"),
+    run_report(store, fixture_pdf("cut_off_streams.pdf"), PipelineSettings(tmp_path / "w"),
                "inbox", MONTH)  # fmt: skip
     assert main(["show", MONTH, "--page", "2"]) == 0
     page = capsys.readouterr().out
@@ -154,7 +154,7 @@ def test_a_page_whose_streams_mupdf_repaired_says_so(tmp_path, monkeypatch, caps
     store = LocalStore(tmp_path / "store")
     monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
     monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
-    run_report(store, fixture_pdf("repaired_streams.pdf"), WorkerSettings(tmp_path / "w"),
+    run_report(store, fixture_pdf("repaired_streams.pdf"), PipelineSettings(tmp_path / "w"),
                "inbox", MONTH)  # fmt: skip
     assert main(["show", MONTH, "--page", "1"]) == 0
     page = capsys.readouterr().out

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.store_json import dumps
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import janitor
@@ -81,7 +81,7 @@ def copy_new_private(source: Path, target: Path) -> None:
         shutil.copyfileobj(src, out)
 
 
-def preview(source: Path, out_dir: Path, settings: WorkerSettings) -> Manifest:
+def preview(source: Path, out_dir: Path, settings: PipelineSettings) -> Manifest:
     """Process one PDF into `out_dir`: <content hash>.png per distinct image + manifest.json.
 
     `settings.work_root` is the scratch base (see `scratch_base`)."""

@@ -10,8 +10,8 @@ from PIL import Image
 from fixtures import _colour
 from fixtures import _encoders as enc
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import codestream, prefix, validation
-from report_pipeline.core.worker.validation import Quarantined
+from report_pipeline.core.validate import codestream, prefix, validation
+from report_pipeline.core.validate.validation import Quarantined
 
 
 def jpeg(width=40, height=30, **options) -> bytes:

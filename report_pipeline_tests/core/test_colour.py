@@ -16,13 +16,13 @@ import pytest
 from PIL import Image, PngImagePlugin
 
 from fixtures import _classes, _colour, _icc
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review.decide import LIFTABLE
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker import icc, normalize, shortfall
-from report_pipeline.core.worker.icc import MAX_PROFILE_BYTES
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.validate import icc, normalize, shortfall
+from report_pipeline.core.validate.icc import MAX_PROFILE_BYTES
+from report_pipeline.core.validate.quarantine import Quarantined
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_image_classes import child_on, mupdf_pixels, run_once
 
@@ -160,7 +160,7 @@ def test_a_16_mb_garbage_profile_leaves_a_png_pillow_opens_with_its_defaults(tmp
     path = tmp_path / "garbage_profile.pdf"
     path.write_bytes(_classes.one_image_per_page(build, "Colour case"))
     store = LocalStore(tmp_path / "store")
-    manifest = run_report(store, path, WorkerSettings(tmp_path / "work"), "inbox", "2026-10")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
     (child,) = manifest.children
     assert child.state == "archived"
     assert child.notes.startswith(f"embedded ICC profile dropped: {size:,} bytes")

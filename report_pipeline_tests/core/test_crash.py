@@ -18,9 +18,9 @@ from report_pipeline_tests.conftest import fixture_pdf
 WORKER = """
 import pathlib, sys
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.model.settings import WorkerSettings
-from report_pipeline.core.worker.worker import extract, stage
-store, settings = LocalStore(sys.argv[1]), WorkerSettings(pathlib.Path(sys.argv[2]))
+from report_pipeline.core.model.settings import PipelineSettings
+from report_pipeline.core.steps import extract, stage
+store, settings = LocalStore(sys.argv[1]), PipelineSettings(pathlib.Path(sys.argv[2]))
 staged, tasks = stage(store, pathlib.Path(sys.argv[3]), "inbox", "2026-10", 0, settings, "r/s")
 print("staged", flush=True)
 for task in tasks:

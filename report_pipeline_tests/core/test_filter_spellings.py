@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures import _spellings as spellings
-from report_pipeline.core.worker.pdf_pages import filter_chain, open_pdf
+from report_pipeline.core.pdf.pages import filter_chain, open_pdf
 from report_pipeline_tests.conftest import fixture_pdf
 
 CASES = spellings.cases()

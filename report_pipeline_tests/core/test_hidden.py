@@ -15,13 +15,13 @@ from fixtures._hidden import HIDDEN_PAGES, hidden_content
 from fixtures._verify_draws import mupdf_draws
 from report_pipeline.core.archive import summary, table
 from report_pipeline.core.checks import month_checks
+from report_pipeline.core.decode import child as decode_child
+from report_pipeline.core.decode.child import decode_in_process
 from report_pipeline.core.model import store_json
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
+from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review import queue
-from report_pipeline.core.worker import decoder
-from report_pipeline.core.worker.decoder import decode_in_process
-from report_pipeline.core.worker.pdf_pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_manifest import build, record
 
@@ -61,7 +61,7 @@ def test_hidden_images_are_accounted_for_and_not_archived(run_fixture, store):
 
 
 def test_a_setting_archives_hidden_images_each_still_saying_why(store, tmp_path):
-    settings = WorkerSettings(tmp_path / "work", limits=Limits(archive_hidden=True))
+    settings = PipelineSettings(tmp_path / "work", limits=Limits(archive_hidden=True))
     manifest = run_report(store, fixture_pdf(NAME), settings, "inbox", "2026-10")
     assert manifest.state == "complete"
     assert (manifest.counts.archived, manifest.counts.hidden) == (SHOWN + HIDDEN, 0)
@@ -81,9 +81,9 @@ def test_a_hidden_draw_is_never_read_and_a_shown_draw_of_its_image_is(tmp_path, 
         doc.update_stream(page.get_contents()[0], content)
         doc.save(tmp_path / "twice.pdf")
     decoded: list[int] = []
-    real = decoder.process_image
+    real = decode_child.process_image
     monkeypatch.setattr(
-        decoder,
+        decode_child,
         "process_image",
         lambda doc, ref, limits: decoded.append(ref.xref) or real(doc, ref, limits),
     )

@@ -1,9 +1,9 @@
 from dataclasses import replace
 
-from report_pipeline.core.archive.archive import archive
+from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.worker.worker import extract, stage
+from report_pipeline.core.steps import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -54,5 +54,5 @@ def test_a_retried_extraction_writes_no_object_again(store, settings):
     again = extract(store, task, settings, "retry")
     assert (first.new_objects, again.new_objects) == (2, 0) and len(images) == 2
     assert {k: v for k, v in snapshot(store).items() if "/images/" in k} == images
-    archived, children = archive(store, again, 2)
+    archived, children = record_children(store, again, 2)
     assert archived.new_objects == 0 and {c.object_key for c in children} == set(images)

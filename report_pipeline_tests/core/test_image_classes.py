@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from fixtures import _classes, _hostile
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
@@ -23,7 +23,7 @@ STENCILS = ["ccitt_g4_stencil", "jbig2", "jbig2_globals", "stencil_decode_invert
 def run_once(tmp_path_factory, name: str) -> tuple[LocalStore, dict]:
     root = tmp_path_factory.mktemp(name.removesuffix(".pdf"))
     store = LocalStore(root / "store")
-    settings = WorkerSettings(root / "work")
+    settings = PipelineSettings(root / "work")
     return store, run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
 
 

@@ -8,8 +8,8 @@ import pytest
 from fixtures import _images as img
 from fixtures._encoders import ascii_hex, jpeg_with_sof
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker.extract import process_image
-from report_pipeline.core.worker.pdf_pages import page_images
+from report_pipeline.core.pdf.pages import page_images
+from report_pipeline.core.validate.per_image import process_image
 from report_pipeline_tests.conftest import fixture_pdf
 
 INLINE_PAGE = 6  # image_paths.pdf: one inline image drawn on the page

@@ -12,7 +12,7 @@ from report_pipeline.core.intake.intake import (
 )
 from report_pipeline.core.intake.month_report import choose_for_run
 from report_pipeline.core.intake.sources import LocalInboxSource
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.refusals import UNUSABLE
@@ -62,7 +62,7 @@ def find_report(root, month):
     """The month's report as a UI launch picks it: the file whose content arrived last (at the
     month's first look, the newest mtime), and the other files it supersedes."""
     work = root.parent / f"{root.name}-state"
-    store, settings = LocalStore(work / "store"), WorkerSettings(work / "work")
+    store, settings = LocalStore(work / "store"), PipelineSettings(work / "work")
     chosen = choose_for_run(store, [LocalInboxSource("inbox", root)], month, settings, "test")
     return root / chosen.ref.rel, chosen.file.superseded
 

@@ -11,21 +11,23 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from report_pipeline.core.decode.child import decode_in_process
+from report_pipeline.core.decode.pool import decode_pages
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.model.records import ChildRecord
-from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
+from report_pipeline.core.model.settings import DecodeSettings, PipelineSettings
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.sandbox import wire
+from report_pipeline.core.sandbox.child import Confinement, spawn
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker import decoder, extract
-from report_pipeline.core.worker.decoder import decode_in_process
-from report_pipeline.core.worker.isolation import decode_pages
+from report_pipeline.core.validate import per_image
 from report_pipeline_tests.conftest import fixture_pdf
 
 TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")
 
 
 def run(tmp_path: Path, name: str, decoders=decode_pages, **decode) -> dict:
-    settings = WorkerSettings(tmp_path / "work", decode=DecodeSettings(**decode))
+    settings = PipelineSettings(tmp_path / "work", decode=DecodeSettings(**decode))
     store = LocalStore(tmp_path / "store")
     return run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", 0, decoders)
 
@@ -106,33 +108,34 @@ def test_a_report_over_its_cpu_budget_is_refused_as_a_dead_letter(tmp_path):
     assert refused.value.code == "cpu_budget_exceeded"
 
 
-def test_a_decoder_keeps_only_its_socket_no_environment_and_its_limits():
-    ours, theirs = socket.socketpair()
-    keep = theirs.fileno()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            ours.close()
-            decoder.confine(theirs.fileno(), decoder.Confinement(256 << 20, 7))
-            import resource
+@wire.message("test_confined_facts")
+class ConfinedFacts:
+    fds: list
+    socket: int
+    env: dict
+    cpu: int
+    core: int
+    address_space: int
 
-            facts = {
-                "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
-                "env": dict(os.environ),
-                "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
-                "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
-                "as": resource.getrlimit(resource.RLIMIT_AS)[0],
-            }
-            decoder.send(theirs, facts)
-        finally:
-            os._exit(0)
-    theirs.close()
-    facts, _ = decoder.receive(ours)
-    os.waitpid(pid, 0)
-    assert facts["env"] == {} and facts["cpu"] == 7 and facts["core"] == 0
-    others = set(facts["fds"]) - {0, 1, 2, keep}
+
+def _report_facts(sock: socket.socket) -> None:
+    fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+    limit = {name: resource.getrlimit(which)[0] for name, which in
+             (("cpu", resource.RLIMIT_CPU), ("core", resource.RLIMIT_CORE),
+              ("address_space", resource.RLIMIT_AS))}  # fmt: skip
+    facts = ConfinedFacts(fds=fds, socket=sock.fileno(), env=dict(os.environ), **limit)
+    wire.send(sock, facts)
+
+
+def test_a_decoder_keeps_only_its_socket_no_environment_and_its_limits():
+    child = spawn(_report_facts, Confinement(256 << 20, 7))
+    facts, _ = wire.receive(child.sock)
+    status, _ = child.reap()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert facts.env == {} and facts.cpu == 7 and facts.core == 0
+    others = set(facts.fds) - {0, 1, 2, facts.socket}
     assert len(others) == 1  # the one listdir opened to read /proc/self/fd
-    assert 256 << 20 < facts["as"] < (256 << 20) + (8 << 30)
+    assert 256 << 20 < facts.address_space < (256 << 20) + (8 << 30)
 
 
 def test_settings_default_to_one_decoder_per_core():
@@ -149,7 +152,7 @@ def test_mupdf_running_out_of_the_address_space_limit_is_a_memory_error_not_bad_
         size = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         resource.setrlimit(resource.RLIMIT_AS, (size + (16 << 20),) * 2)
         try:
-            extract._mupdf_decode(doc, xref)
+            per_image._mupdf_decode(doc, xref)
             outcome = b"decoded"
         except MemoryError:
             outcome = b"MemoryError"
@@ -173,6 +176,6 @@ def test_an_allocation_that_fails_in_python_during_mupdfs_decode_is_memory_not_b
     def no_memory(*_args):
         raise MemoryError
 
-    monkeypatch.setattr(extract.normalize, "pixmap_image", no_memory)
+    monkeypatch.setattr(per_image.normalize, "pixmap_image", no_memory)
     with pytest.raises(MemoryError):
-        extract._mupdf_decode(doc, xref)
+        per_image._mupdf_decode(doc, xref)

@@ -16,8 +16,8 @@ from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log, janitor
 from report_pipeline.core.scratch.workdir import LEASE_FILE, create_workdir, lease_for
+from report_pipeline.core.steps import extract, stage
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.worker import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults import Crash, CrashingStore
 

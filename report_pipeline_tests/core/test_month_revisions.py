@@ -13,22 +13,22 @@ import pymupdf
 import pytest
 
 from fixtures import _damaged as damaged
-from report_pipeline.core.archive.archive import archive, publish
 from report_pipeline.core.archive.months import current, latest_archived
+from report_pipeline.core.archive.publishing import publish, record_children
 from report_pipeline.core.archive.succession import is_newer
 from report_pipeline.core.checks.month_checks import archive_matches_manifest
 from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.records import Manifest, SourceFile
-from report_pipeline.core.model.settings import EXTRACTOR_VERSION, WorkerSettings
+from report_pipeline.core.model.settings import EXTRACTOR_VERSION, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide
 from report_pipeline.core.review.pages import decide_page, pending_pages
 from report_pipeline.core.review.queue import pending
+from report_pipeline.core.steps import extract, stage
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.core.worker.worker import extract, stage
 from report_pipeline_tests.clock import Clock
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -45,14 +45,14 @@ def run(
     store, pdf: Path, tmp_path: Path, version: str = EXTRACTOR_VERSION, arrived: str = ""
 ) -> Manifest:
     """The core pipeline on `pdf` for MONTH, with intake's arrival when `arrived` is given."""
-    settings = WorkerSettings(tmp_path / "work", extractor_version=version)
+    settings = PipelineSettings(tmp_path / "work", extractor_version=version)
     staged, tasks = stage(store, pdf, "inbox", MONTH, 0, settings, "test")
     if arrived:
         name = pdf.name
         source = SourceFile("inbox", name, pdf.stat().st_size, staged.ref.source_hash,
                             staged.page_count, arrived)  # fmt: skip
         staged = replace(staged, source_file=source)
-    done = [archive(store, extract(store, task, settings, "test"), 1)[0] for task in tasks]
+    done = [record_children(store, extract(store, task, settings, "test"), 1)[0] for task in tasks]
     return publish(store, staged, done, settings.retention)[0]
 
 
@@ -73,7 +73,9 @@ def reviewed_month(tmp_path_factory) -> Path:
     the truncated scan rejected, the PNG-declared-JPEG accepted (a LocalStore folder)."""
     root = tmp_path_factory.mktemp("reviewed")
     store = LocalStore(root / "store")
-    run_report(store, fixture_pdf("monthly_report.pdf"), WorkerSettings(root / "w"), "inbox", MONTH)
+    run_report(
+        store, fixture_pdf("monthly_report.pdf"), PipelineSettings(root / "w"), "inbox", MONTH
+    )
     now = utc_now()
     for item in pending(store, [MONTH]):
         decision = "reject" if item.reason == "truncated" else "accept"

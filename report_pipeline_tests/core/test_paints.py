@@ -16,8 +16,8 @@ from fixtures._many_paints import MANY_PAINTS
 from fixtures._paints import PAINT_PAGES
 from fixtures._verify_draws import mupdf_draws
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import walk
-from report_pipeline.core.worker.pdf_pages import page_images
+from report_pipeline.core.pdf.pages import page_images
+from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
 
 NAME = "pattern_paints.pdf"

@@ -1,11 +1,11 @@
-"""The plan record: one writer and one reader (core/model/plan.py) for staging, the manifest step
+"""The plan record: one writer and one reader (core/plan/record.py) for staging, the manifest step
 and the retention audit."""
 
 import json
 
 from report_pipeline.core.model.messages import PageTask, RevisionRef
-from report_pipeline.core.model.plan import Plan, queued_at, read_plan, write_plan
 from report_pipeline.core.model.records import Break, PageStreams
+from report_pipeline.core.plan.record import Plan, queued_at, read_plan, write_plan
 from report_pipeline.core.storage.local_store import LocalStore
 
 REF = RevisionRef("inbox-2026-10", "2026-10", "f" * 64, "3", "0123456789abcdef0123")

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from report_pipeline.core.worker.planning import group_pages
+from report_pipeline.core.plan.sizing import group_pages
 
 
 def covers(groups, pages):

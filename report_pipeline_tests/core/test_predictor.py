@@ -9,8 +9,8 @@ from PIL import Image
 
 from fixtures import _encoders as enc
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import predictor, prefix, validation
-from report_pipeline.core.worker.validation import Quarantined
+from report_pipeline.core.validate import predictor, prefix, validation
+from report_pipeline.core.validate.validation import Quarantined
 
 
 def reason(call, *args) -> str:

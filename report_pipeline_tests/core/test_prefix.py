@@ -6,8 +6,8 @@ import zlib
 import pytest
 
 from fixtures import _encoders as enc
-from report_pipeline.core.worker import prefix
-from report_pipeline.core.worker.validation import Quarantined
+from report_pipeline.core.validate import prefix
+from report_pipeline.core.validate.validation import Quarantined
 
 
 def reason(call, *args) -> str:

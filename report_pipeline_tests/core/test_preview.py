@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from report_pipeline.core.model.clock import utc_now
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 from report_pipeline.core.scratch.workdir import create_workdir, lease_for, new_lease
 from report_pipeline_tests.conftest import files_under, fixture_pdf
@@ -55,7 +55,7 @@ def test_preview_writes_private_files_into_an_existing_folder_without_changing_i
     os.chmod(out, 0o755)
     (out / "manifest.json").write_text("old")
     os.chmod(out / "manifest.json", 0o644)
-    settings = WorkerSettings(scratch_base(tmp_path))
+    settings = PipelineSettings(scratch_base(tmp_path))
     manifest = preview(fixture_pdf("repeated_image.pdf"), out, settings)
     assert manifest.counts.distinct_images == 2 and mode(out) == 0o755
     assert sorted(mode(p) for p in out.iterdir()) == [0o600] * 3
@@ -63,7 +63,7 @@ def test_preview_writes_private_files_into_an_existing_folder_without_changing_i
 
 
 def test_a_killed_previews_scratch_is_removed_by_the_next_preview(tmp_path):
-    settings = WorkerSettings(scratch_base(tmp_path))
+    settings = PipelineSettings(scratch_base(tmp_path))
     hours_ago = utc_now() - timedelta(hours=3)
     killed = create_workdir(settings.work_root, new_lease("preview", hours_ago, 60, 15))
     (killed / "staged.pdf").write_bytes(b"%PDF- report material")

@@ -10,7 +10,7 @@ import pytest
 from fixtures import _reasons as reasons
 from fixtures._trees import CATALOG, PAGE, classic_pdf
 from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 
 
@@ -38,7 +38,7 @@ def test_a_width_that_is_a_real_number_is_named_in_the_reason(tmp_path, store):
                b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content)]  # fmt: skip
     path = tmp_path / "real_width.pdf"
     path.write_bytes(classic_pdf(objects))
-    manifest = run_report(store, path, WorkerSettings(tmp_path / "w"), "inbox", "2026-10")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "w"), "inbox", "2026-10")
     (child,) = manifest.children
     assert (child.quarantine_reason, child.quarantine_detail) == (
         "bad_dimensions", "/Width 8.0 is not an integer",
@@ -78,6 +78,6 @@ def test_a_flate_image_lacking_only_its_checksum_is_archived_one_cut_short_is_no
                b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content)]  # fmt: skip
     path = tmp_path / "flate.pdf"
     path.write_bytes(classic_pdf(objects))
-    manifest = run_report(store, path, WorkerSettings(tmp_path / "w"), "inbox", "2026-10")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "w"), "inbox", "2026-10")
     (child,) = manifest.children
     assert (child.state, child.quarantine_reason) == (state, reason)

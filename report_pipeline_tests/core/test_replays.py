@@ -1,5 +1,5 @@
 """A tiling pattern or soft mask runs once per state it paints in, and later paints replay what
-it drew (core/worker/replays.py): the records are those of running it at every paint, and the
+it drew (core/pdf/replays.py): the records are those of running it at every paint, and the
 walk's bounds hold."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from fixtures._replay_states import STATE_OPS, replay_states
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.worker import drawn
-from report_pipeline.core.worker.replays import Replays
+from report_pipeline.core.pdf import drawn
+from report_pipeline.core.pdf.replays import Replays
 
 
 def walked(data: bytes, content: bytes):

@@ -12,8 +12,8 @@ from report_pipeline.core.model.clock import parse_iso, utc_now
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.retention import deletion_log, janitor
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
+from report_pipeline.core.steps import stage
 from report_pipeline.core.storage.s3_store import S3Store
-from report_pipeline.core.worker.worker import stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 MIN = timedelta(minutes=1)

@@ -21,7 +21,7 @@ from report_pipeline.core.checks.pages import pages_drawn_whole
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.keys import manifest_key
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.review.decide import decide, events
@@ -34,7 +34,7 @@ from report_pipeline_tests.conftest import fixture_pdf
 
 
 def archive(store, tmp_path: Path, name: str, month: str) -> None:
-    settings = WorkerSettings(tmp_path / f"work-{month}")
+    settings = PipelineSettings(tmp_path / f"work-{month}")
     manifest = run_report(store, fixture_pdf(name), settings, "inbox", month)
     assert manifest.state == "complete"
 

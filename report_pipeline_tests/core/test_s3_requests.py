@@ -13,7 +13,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from report_pipeline.core.checks import month_checks
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage import s3_store
 from report_pipeline.core.storage.s3_store import S3Store
@@ -43,7 +43,7 @@ def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_pat
     """The whole report on S3, then the month's archive check: one PutObject per distinct image
     (straight to its archive key), no COPY, no HEAD or GET per image; the check lists."""
     store, calls = counted(s3)
-    settings = WorkerSettings(tmp_path / "work")
+    settings = PipelineSettings(tmp_path / "work")
     manifest = run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", "2026-10")
     objects = {c.object_key for c in manifest.children if c.object_key}
     assert len(objects) == 287 and manifest.counts.accounted == 423  # 285 images, 2 evidence

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from report_pipeline.core.model.settings import RetentionPolicy, TaskSizing, WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings, RetentionPolicy, TaskSizing
 
 PDF_STACK = ("pymupdf", "PIL", "magic")
 CORE = Path(__file__).resolve().parents[2] / "report_pipeline" / "core"
@@ -40,7 +40,7 @@ def test_the_settings_module_imports_no_pdf_stack():
 
 
 def test_the_embedded_defaults_need_no_configuration(tmp_path):
-    settings = WorkerSettings(tmp_path)
+    settings = PipelineSettings(tmp_path)
     assert settings.limits.max_pages == 2000
     assert settings.retention == RetentionPolicy(15, 400, 60)
     assert TaskSizing() == TaskSizing(pages_per_task=0, target_units=400.0)

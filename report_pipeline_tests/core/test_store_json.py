@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.decode.child import crash_outcome
+from report_pipeline.core.decode.messages import Where
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.records import (
     ChildRecord,
@@ -26,11 +28,12 @@ from report_pipeline.core.model.records import (
 )
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError
-from report_pipeline.core.worker.decoder import crash_outcome
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
 
 STORED = Path(__file__).parent / "stored_v1"
-WHERE = {"page": 1, "index": 0, "origin": "xobject", "xref": 9, "width": 2, "height": 3}
+WHERE = Where(
+    page=1, index=0, origin="xobject", xref=9, width=2, height=3, declared_type="unknown", hidden=""
+)
 
 
 def stored(name: str) -> bytes:

@@ -4,7 +4,7 @@ import pymupdf
 import pytest
 
 from fixtures._type3 import IMAGES
-from report_pipeline.core.worker.pdf_pages import page_images
+from report_pipeline.core.pdf.pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 
 TYPE3_PAGE = 5  # image_paths.pdf: font /T3, glyph "a" draws one image, glyph "b" another

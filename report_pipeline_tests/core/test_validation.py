@@ -5,9 +5,9 @@ import pytest
 from PIL import Image
 
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import validation
-from report_pipeline.core.worker.pdf_pages import ImageRef
-from report_pipeline.core.worker.validation import Quarantined
+from report_pipeline.core.pdf.pages import ImageRef
+from report_pipeline.core.validate import validation
+from report_pipeline.core.validate.validation import Quarantined
 
 
 def ref(filters=("DCTDecode",), width=40, height=30, bpc=8) -> ImageRef:

@@ -18,11 +18,12 @@ import pytest
 from fixtures import _damaged as damaged
 from fixtures import _walks as walks
 from fixtures._many_paints import imaged_pages
+from report_pipeline.core.decode.child import decode_in_process
 from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.model.settings import DecodeSettings, WorkerSettings
+from report_pipeline.core.model.settings import DecodeSettings, PipelineSettings
+from report_pipeline.core.pdf import pages as pdf_pages
 from report_pipeline.core.pipeline import run_report
-from report_pipeline.core.worker import pdf_pages, walk
-from report_pipeline.core.worker.decoder import decode_in_process
+from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -94,7 +95,7 @@ def test_fewer_pages_than_intake_counted_is_a_mismatch(tmp_path):
 
 
 def test_settings_reach_the_walk(tmp_path, store):
-    settings = WorkerSettings(tmp_path / "w", decode=DecodeSettings(walk_cpu_seconds=30))
+    settings = PipelineSettings(tmp_path / "w", decode=DecodeSettings(walk_cpu_seconds=30))
     manifest = run_report(store, fixture_pdf("repeated_image.pdf"), settings, "inbox", "2026-10")
     assert manifest.state == "complete"
 
@@ -103,7 +104,7 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
     """odd_names.pdf draws /A, /Im#FF and /B: all three are records, nothing on stderr."""
     out = subprocess.run(
         [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from report_pipeline.core.worker.pdf_pages import open_pdf, page_images; "
+         "from report_pipeline.core.pdf.pages import open_pdf, page_images; "
          "print(len(page_images(open_pdf(Path(sys.argv[1])), 1)))",
          str(fixture_pdf("odd_names.pdf"))],
         capture_output=True, text=True, check=True,
@@ -207,7 +208,7 @@ def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
         return real(doc, number, limit)
 
     monkeypatch.setattr(pdf_pages, "page_draws", counted)
-    settings = WorkerSettings(tmp_path / "work")
+    settings = PipelineSettings(tmp_path / "work")
     manifest = run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", 0,
                           decode_in_process)  # fmt: skip
     inline = {child.page for child in manifest.children if child.xref == 0}
@@ -219,7 +220,7 @@ PROBE = """
 import json, resource, sys
 from pathlib import Path
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import walk
+from report_pipeline.core.plan import walk
 path, pages, memory = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:

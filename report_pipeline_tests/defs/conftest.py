@@ -9,8 +9,8 @@ import pytest
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.assets import report_manifest
 
@@ -20,7 +20,7 @@ def resources(tmp_path: Path) -> dict:
     return {
         "inbox": InboxResource(root=str(tmp_path / "inbox")),
         "store": StoreResource(root=str(tmp_path / "store")),
-        "settings": WorkerResource(work_root=str(tmp_path / "work")),
+        "settings": PipelineSettingsResource(work_root=str(tmp_path / "work")),
         "checks": CheckSettingsResource(),
     }
 

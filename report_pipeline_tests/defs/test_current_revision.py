@@ -12,9 +12,9 @@ from report_pipeline.core.model.settings import EXTRACTOR_VERSION
 from report_pipeline.core.review.decide import decide
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.extractor import extractor_version
-from report_pipeline.defs.deployment.resources import WorkerResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.current_revision import current_revision_sensor, shown_revision
 from report_pipeline.defs.reports.manifest_table import manifest_table
@@ -93,7 +93,7 @@ def test_a_newer_extractor_re_extracts_into_one_current_revision_with_the_same_d
     assert before["extractor_version"] == EXTRACTOR_VERSION
     assert before["tags"]["dagster/code_version"] == EXTRACTOR_VERSION
     upgrade = str(int(EXTRACTOR_VERSION) + 1)
-    upgraded = WorkerResource(work_root=str(tmp_path / "work"), extractor_version=upgrade)
+    upgraded = PipelineSettingsResource(work_root=str(tmp_path / "work"), extractor_version=upgrade)
     assert ui_materialize(instance, resources, settings=upgraded).success
     after = latest(instance, report_manifest)
     assert after["extractor_version"] == upgrade and after["revision"] != before["revision"]

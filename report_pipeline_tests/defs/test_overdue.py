@@ -7,7 +7,7 @@ import dagster as dg
 
 from report_pipeline.core.model.clock import parse_iso
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.overdue import overdue_report_sensor

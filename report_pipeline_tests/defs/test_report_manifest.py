@@ -9,7 +9,7 @@ import pytest
 
 from report_pipeline.core.intake.sources import ReportRef
 from report_pipeline.definitions import build_defs
-from report_pipeline.defs.deployment.resources import WorkerResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.conftest import files_under, fixture_pdf
@@ -68,7 +68,7 @@ def test_a_repaired_report_says_so_on_the_step_and_the_asset(inbox, materialize,
     ]  # fmt: skip
     assert staged.event_specific_data.metadata["repaired"].value is True
     inbox("broken_xref.pdf", month="2026-09")
-    refusing = WorkerResource(work_root=str(tmp_path / "w"), refuse_repaired=True)
+    refusing = PipelineSettingsResource(work_root=str(tmp_path / "w"), refuse_repaired=True)
     (failure,) = events(materialize("2026-09", settings=refusing), "STEP_FAILURE")
     assert "report refused (damaged)" in failure.step_failure_data.error.message
 
@@ -88,14 +88,16 @@ def test_hidden_images_are_accounted_for_unarchived_unless_the_settings_archive_
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks["manifest_complete"] and checks["quarantine_rate"]
     inbox("hidden_content.pdf", month="2026-09")
-    keeping = WorkerResource(work_root=str(tmp_path / "w"), archive_hidden=True)
+    keeping = PipelineSettingsResource(work_root=str(tmp_path / "w"), archive_hidden=True)
     meta = materialization(materialize("2026-09", settings=keeping))
     assert (meta["archived"], meta["hidden"], meta["state"]) == (18, 0, "complete")
 
 
 def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
     inbox("repeated_image.pdf")
-    result = materialize(settings=WorkerResource(work_root=str(tmp_path / "w"), pages_per_task=1))
+    result = materialize(
+        settings=PipelineSettingsResource(work_root=str(tmp_path / "w"), pages_per_task=1)
+    )
     assert result.success
     keys = sorted(e.step_key for e in events(result, "STEP_SUCCESS", "extract_pages"))
     assert keys == [f"report_manifest.extract_pages[page_{n:04d}]" for n in range(1, 13)]

@@ -9,7 +9,7 @@ import pytest
 
 from report_pipeline.core.model.clock import iso, parse_iso, utc_now
 from report_pipeline.definitions import defs
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.jobs import extract_report_job
 from report_pipeline.defs.reports.manifest_table import manifest_table

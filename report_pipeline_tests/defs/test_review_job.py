@@ -12,7 +12,7 @@ from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model.clock import iso
 from report_pipeline.core.review.queue import pending
 from report_pipeline.core.storage.local_store import LocalStore
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.reports.review import quarantine_review_job, quarantine_review_sensor
 from report_pipeline_tests.defs.test_month_checks import ui_materialize
 

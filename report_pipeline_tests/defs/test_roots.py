@@ -19,7 +19,7 @@ import pytest
 
 from report_pipeline.definitions import build_defs
 from report_pipeline.defs.deployment import deployment
-from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource, StoreResource
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -130,7 +130,7 @@ def test_a_root_is_never_the_variables_name_nor_the_working_directory(monkeypatc
     """Used without Dagster building it, an EnvVar-wired resource holds the variable's name."""
     monkeypatch.setenv(ENV["work"], str(tmp_path))
     with pytest.raises(ValueError, match="not resolved yet"):
-        WorkerResource(work_root=dg.EnvVar(ENV["work"])).settings()
+        PipelineSettingsResource(work_root=dg.EnvVar(ENV["work"])).settings()
     with pytest.raises(ValueError, match="store.root is empty"):
         StoreResource(root="").get_store()
     monkeypatch.setenv(ENV["store"], "")  # set but empty at run time

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from report_pipeline.core.archive.archive import archive, publish
-from report_pipeline.core.worker.worker import extract, stage
+from report_pipeline.core.archive.publishing import publish, record_children
+from report_pipeline.core.steps import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
 
 
@@ -11,8 +11,8 @@ def test_a_retried_extraction_or_archive_shows_in_every_childs_attempts(store, s
     pdf = fixture_pdf("repeated_image.pdf")
     staged, tasks = stage(store, pdf, "inbox", "2026-10", 0, settings, "t", pages_per_task=6)
     assert len(tasks) == 2
-    first = archive(store, extract(store, tasks[0], settings, "t"), 1)[0]
-    retried = archive(store, extract(store, tasks[1], settings, "t", attempt=2), 3)[0]
+    first = record_children(store, extract(store, tasks[0], settings, "t"), 1)[0]
+    retried = record_children(store, extract(store, tasks[1], settings, "t", attempt=2), 3)[0]
     manifest, _ = publish(store, staged, [first, retried], settings.retention)
 
     by_page = {c.page: c for c in manifest.children}

@@ -12,8 +12,8 @@ from report_pipeline.core.intake.sources import LocalInboxSource
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.jobs import extract_report_job
@@ -62,7 +62,7 @@ def resources(tmp_path: Path) -> dict:
     return {
         "inbox": InboxResource(root=str(tmp_path / "inbox"), settle_seconds=0),
         "store": StoreResource(root=str(tmp_path / "store")),
-        "settings": WorkerResource(work_root=str(tmp_path / "work")),
+        "settings": PipelineSettingsResource(work_root=str(tmp_path / "work")),
         "checks": CheckSettingsResource(),
     }
 

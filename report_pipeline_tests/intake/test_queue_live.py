@@ -22,8 +22,8 @@ from report_pipeline.definitions import defs
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.graphql_api import GraphQLLauncher
@@ -80,7 +80,7 @@ def test_twenty_concurrent_submits_make_one_run_and_the_sensor_finds_it(live):
     shutil.copyfile(fixture_pdf("truncated_jpeg.pdf"), upload)
     inbox = InboxResource(root=str(live.root / "inbox"))
     store = StoreResource(root=str(live.root / "store")).get_store()
-    settings = WorkerResource(work_root=str(live.root / "work")).settings()
+    settings = PipelineSettingsResource(work_root=str(live.root / "work")).settings()
     barrier = threading.Barrier(SUBMITTERS)
 
     def one_submit(_: int) -> submission.Submitted:

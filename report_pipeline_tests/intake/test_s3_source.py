@@ -11,7 +11,7 @@ from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.month_report import choose_for_run
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import authorize
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
@@ -117,7 +117,7 @@ def test_on_s3_the_last_content_to_arrive_by_last_modified_is_the_months_report(
     month, old = clock.month(-2), fixture_pdf("no_images.pdf").read_bytes()
     new = fixture_pdf("repeated_image.pdf").read_bytes()
     source = S3PrefixSource("team", s3.bucket, "team", s3.client)
-    store, settings = LocalStore(tmp_path / "store"), WorkerSettings(tmp_path / "work")
+    store, settings = LocalStore(tmp_path / "store"), PipelineSettings(tmp_path / "work")
 
     def chosen():
         return choose_for_run(store, [source], month, settings, "test")

@@ -11,7 +11,7 @@ from report_pipeline.core.intake import watch
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import admit
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.storage.store import TransientStorageError
 from report_pipeline.defs.deployment.resources import InboxResource
 from report_pipeline.defs.reports.sensors import new_report_sensor
@@ -110,7 +110,7 @@ def test_a_source_that_cannot_be_listed_leaves_the_others_running(tick, cloud, d
 
 def test_admission_turns_a_failed_download_into_a_refusal_and_keeps_nothing(cloud, tmp_path):
     (entry,) = cloud.entries("2026-07")
-    settings = WorkerSettings(tmp_path / "work")
+    settings = PipelineSettings(tmp_path / "work")
     with pytest.raises(RefusedInput) as caught:
         admit(cloud, entry.ref, "2026-07", settings, "intake/test")
     assert caught.value.code == "inspection_failed"

@@ -7,7 +7,7 @@ import pytest
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.sources import registered_name
 from report_pipeline.core.intake.submission import REVISION_TAG, submit
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import files_under
 
@@ -33,7 +33,7 @@ def launcher() -> RecordingLauncher:
 
 
 def call(ref, source, tmp_path, launcher, month="2026-09", **limits):
-    settings = WorkerSettings(tmp_path / "work", Limits(**limits))
+    settings = PipelineSettings(tmp_path / "work", Limits(**limits))
     store = LocalStore(tmp_path / "store")
     return submit(str(ref), month, [source], settings, lambda m: m <= "2026-10", launcher, store)
 

@@ -20,8 +20,8 @@ from report_pipeline.defs.deployment.deployment import (
 )
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.jobs import extract_report_job
@@ -49,7 +49,9 @@ def job() -> dg.JobDefinition:
         resources={
             "inbox": InboxResource(root=root(INBOX_ENV)),
             "store": FaultOnDemandStore(root=root(STORE_ENV)),
-            "settings": WorkerResource(work_root=root(WORK_ENV), pages_per_task=PAGES_PER_TASK),
+            "settings": PipelineSettingsResource(
+                work_root=root(WORK_ENV), pages_per_task=PAGES_PER_TASK
+            ),
             "checks": CheckSettingsResource(),
         },
         executor=EXECUTOR,

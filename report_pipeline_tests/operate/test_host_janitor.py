@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from report_pipeline.core.model.clock import iso, utc_now
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
@@ -24,7 +24,7 @@ _NEVER_EXITED = []  # a dead worker's workdir: its `finally` never runs
 
 
 def dead_workdir(work_root: Path) -> Path:
-    context = private_workdir(work_root, lease_for(WorkerSettings(work_root), "run/step"))
+    context = private_workdir(work_root, lease_for(PipelineSettings(work_root), "run/step"))
     workdir = context.__enter__()
     _NEVER_EXITED.append(context)
     (workdir / "page.bin").write_bytes(b"x" * 1000)
@@ -46,7 +46,7 @@ def janitor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_expired_workdirs_go_with_an_audit_event_and_live_ones_stay(tmp_path: Path):
     workdir, started = dead_workdir(tmp_path / "work"), utc_now()
-    hold = WorkerSettings(tmp_path / "work").retention.unfinished_hold
+    hold = PipelineSettings(tmp_path / "work").retention.unfinished_hold
 
     early = janitor(tmp_path, "--once", "--now", iso(started + timedelta(minutes=5)))
     assert early.returncode == 0, early.stderr[-2000:]

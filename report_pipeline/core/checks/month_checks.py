@@ -12,7 +12,7 @@ from typing import Any
 
 from report_pipeline.core.archive.manifest import damaged_pages
 from report_pipeline.core.archive.months import ARCHIVED_STATES, month_manifests
-from report_pipeline.core.checks.outcome import CheckOutcome
+from report_pipeline.core.checks.check_outcome import CheckOutcome
 from report_pipeline.core.checks.pages import pages_drawn_whole
 from report_pipeline.core.checks.revision_audit import compared, verify_revision
 from report_pipeline.core.model.clock import iso, parse_iso

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core.checks.outcome import DEFAULT_GRACE, CheckOutcome, Overdue
+from report_pipeline.core.checks.check_outcome import DEFAULT_GRACE, CheckOutcome, Overdue
 from report_pipeline.core.checks.revision_audit import (
     archive_matches_manifest,
     manifest_complete,

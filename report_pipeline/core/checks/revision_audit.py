@@ -10,13 +10,13 @@ from datetime import datetime
 from typing import Any
 
 from report_pipeline.core.archive.months import revisions
-from report_pipeline.core.checks.outcome import CheckOutcome
+from report_pipeline.core.checks.check_outcome import CheckOutcome
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.keys import archive_prefix, manifest_key, plan_key
-from report_pipeline.core.model.plan import queued_at
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import RetentionPolicy
+from report_pipeline.core.plan.record import queued_at
 from report_pipeline.core.storage.parallel_io import map_io
 from report_pipeline.core.storage.store import Store
 

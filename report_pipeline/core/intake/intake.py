@@ -21,7 +21,7 @@ from report_pipeline.core.intake import page_tree
 from report_pipeline.core.model import keys
 from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.records import SourceFacts
-from report_pipeline.core.model.settings import Limits, WorkerSettings
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.scratch.workdir import private_file
 from report_pipeline.core.storage import store as storage
 
@@ -120,7 +120,7 @@ class Identified:
 
 
 def identify(
-    source: Path, workdir: Path, source_name: str, month: str, settings: WorkerSettings,
+    source: Path, workdir: Path, source_name: str, month: str, settings: PipelineSettings,
     expected_hash: str = "",
 ) -> Identified:  # fmt: skip
     """The one way a report is identified, at intake and at staging: streamed into a private

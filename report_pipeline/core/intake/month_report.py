@@ -24,7 +24,7 @@ from report_pipeline.core.model import current as month_record
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.messages import RevisionRef, StagedReport
 from report_pipeline.core.model.records import Manifest, SourceFacts, SourceFile
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.store import Store, TransientStorageError
@@ -41,7 +41,9 @@ def month_entries(sources: Sequence[ReportSource], month: str) -> list[Entry]:
 
 
 @contextmanager
-def reader(sources: Sequence[ReportSource], settings: WorkerSettings, owner: str) -> Iterator[Read]:
+def reader(
+    sources: Sequence[ReportSource], settings: PipelineSettings, owner: str
+) -> Iterator[Read]:
     """A `Read` of files in `sources`: each streamed under the byte cap and hashed, in a private
     workdir made at the first read (a remote source's download is removed once hashed)."""
     by_name = {source.name: source for source in sources}
@@ -110,7 +112,7 @@ class NotLatest:
 
 
 def choose_for_run(
-    store: Store, sources: Sequence[ReportSource], month: str, settings: WorkerSettings,
+    store: Store, sources: Sequence[ReportSource], month: str, settings: PipelineSettings,
     owner: str, source: str = "", key: str = "", source_hash: str = "",
 ) -> Chosen | NotLatest:  # fmt: skip
     """Inside a run: the month's report. Intake's run names its file (`source`, `key`) and bytes
@@ -148,7 +150,7 @@ def choose_for_run(
 
 @contextmanager
 def opened_for_run(
-    sources: Sequence[ReportSource], chosen: Chosen, settings: WorkerSettings, owner: str
+    sources: Sequence[ReportSource], chosen: Chosen, settings: PipelineSettings, owner: str
 ) -> Iterator[Path]:
     """The chosen file's bytes, authorized again, in a private workdir for as long as needed."""
     source = next(s for s in sources if s.name == chosen.source)
@@ -177,7 +179,11 @@ def _not_latest(month: str, decision: Decision, source_hash: str, mine: Entry | 
 
 
 def _archived(
-    store: Store, month: str, report: Arrival, settings: WorkerSettings, superseded: tuple[str, ...]
+    store: Store,
+    month: str,
+    report: Arrival,
+    settings: PipelineSettings,
+    superseded: tuple[str, ...],
 ) -> StagedReport | None:
     """The month's report as its archive holds it (complete, by this extractor), if it does:
     its own revision, or the month's current one when a review revised it."""
@@ -210,7 +216,7 @@ def _current_holding(store: Store, ref: RevisionRef) -> Manifest | None:
 
 def record_submitted(
     store: Store, sources: Sequence[ReportSource], month: str, arrival: Arrival,
-    settings: WorkerSettings, owner: str,
+    settings: PipelineSettings, owner: str,
 ) -> None:  # fmt: skip
     """`submit`: the content arrives now (explicit intent), unless the month has seen it. Seen and
     still the month's latest: a resubmit, fine. Seen and superseded since: refused."""

@@ -24,7 +24,7 @@ from report_pipeline.core.intake.intake import (
 from report_pipeline.core.intake.month_report import record_submitted
 from report_pipeline.core.intake.sources import ReportRef, ReportSource, eligible, registered_name
 from report_pipeline.core.model.records import SourceFacts
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.store import Store
 
@@ -95,7 +95,7 @@ def authorize(sources: Sequence[ReportSource], reference: str) -> tuple[ReportSo
 
 
 def admit(
-    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+    source: ReportSource, ref: ReportRef, month: str, settings: PipelineSettings, owner: str
 ) -> Admission:
     """Stream the report into a private file with the byte cap, then check %PDF, encryption,
     structure and page count. Nothing is kept: the private directory goes when this returns.
@@ -113,7 +113,7 @@ def admit(
 
 
 def _admit(
-    source: ReportSource, ref: ReportRef, month: str, settings: WorkerSettings, owner: str
+    source: ReportSource, ref: ReportRef, month: str, settings: PipelineSettings, owner: str
 ) -> Admission:
     with (
         private_workdir(settings.work_root, lease_for(settings, owner)) as workdir,
@@ -185,7 +185,7 @@ class Submitted:
 
 
 def submit(
-    reference: str, month: str, sources: Sequence[ReportSource], settings: WorkerSettings,
+    reference: str, month: str, sources: Sequence[ReportSource], settings: PipelineSettings,
     is_open: Callable[[str], bool], launcher: Launcher, store: Store, settle_seconds: float = 0,
 ) -> Submitted:  # fmt: skip
     """The intake API: authorize, wait for the file to be quiet (the sensor's rule), limit,

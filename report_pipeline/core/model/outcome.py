@@ -29,8 +29,8 @@ class ImageOutcome:
     origin: str = "xobject"  # how the page draws it: xobject, inline, form/xobject, annotation/…
     xref: int = 0  # the image's PDF object number; 0 for an inline image
     # what the archived file leaves out of the source and why (an embedded ICC profile dropped
-    # or not applied, core/worker/icc.py); "" when nothing
+    # or not applied, core/validate/icc.py); "" when nothing
     notes: str = ""
     # why a viewer does not show it (optional_content_off, annotation_hidden:
-    # core/worker/visibility.py); "" when it is shown
+    # core/pdf/visibility.py); "" when it is shown
     hidden: str = ""

@@ -38,7 +38,7 @@ class Limits:
     # viewer; only its permission flags differ) is refused as `encrypted` too
     refuse_encrypted: bool = False
     # True: images a viewer does not show (optional content that is off, hidden or NoView
-    # annotations: core/worker/visibility.py) are decoded and archived like the rest, each
+    # annotations: core/pdf/visibility.py) are decoded and archived like the rest, each
     # record still saying why it is hidden; False: they are records of state `hidden`, never read
     archive_hidden: bool = False
 
@@ -63,7 +63,7 @@ class RetentionPolicy:
         return timedelta(minutes=self.lease_minutes + self.work_minutes)
 
 
-# Estimated work per task (core/worker/planning.py: one unit is ~0.02 s of plain-loop work),
+# Estimated work per task (core/plan/sizing.py: one unit is ~0.02 s of plain-loop work),
 # per executor: each task is two steps, and a step's fixed cost depends on where it runs.
 # In-process (~0.16-0.22 s a step on Postgres + S3): 400 units, ~8 s, keeps it near 2-4%.
 # On Celery a step cost 0.64-0.75 s more (0.22 s since the S3 clients share botocore's models)
@@ -81,7 +81,7 @@ TARGET_UNITS = {"in_process": 400.0, "celery": 1000.0, "k8s": 3000.0}
 
 @dataclass(frozen=True)
 class TaskSizing:
-    """Which pages go into one child task (core/worker/planning.py): a fixed number when
+    """Which pages go into one child task (core/plan/sizing.py): a fixed number when
     `pages_per_task` > 0, else groups of about `target_units` of estimated work, which
     depends on the executor (`for_executor`; in-process: ~8 s)."""
 
@@ -106,7 +106,7 @@ class DecodeSettings:
     seconds_per_megapixel: float = 1.0
     report_cpu_seconds: float = 1800.0  # CPU a whole report may take, shared out to its tasks
     min_task_cpu_seconds: float = 60.0  # the least a task gets, whatever its share
-    # Finding every page's images for planning (core/worker/walk.py), in one confined child
+    # Finding every page's images for planning (core/plan/walk.py), in one confined child
     # with `memory_bytes`: its CPU and wall time for the whole report.
     walk_cpu_seconds: float = 60.0
     walk_seconds: float = 120.0
@@ -122,7 +122,7 @@ class DecodeSettings:
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
+class PipelineSettings:
     work_root: Path
     limits: Limits = field(default_factory=Limits)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)

@@ -1,6 +1,6 @@
 """Decoding one piece of quarantine evidence in a confined child, as extraction decodes: the
-same address-space and CPU limits (decoder.confine), a wall-time limit, and the parent reads
-nothing but a small JSON header and the PNG bytes the child sends.
+same address-space and CPU limits (sandbox.child.confine), a wall-time limit, and the parent reads
+nothing but a small JSON header and the PNG bytes the child sends (sandbox/).
 
 The evidence is the image's stream as the PDF stored it. A JPEG, JPEG 2000 or any other
 self-describing file decodes alone; a raw or Flate-encoded stream does not (its size and colour
@@ -10,15 +10,14 @@ space were in the PDF, which is gone), and is said so.
 from __future__ import annotations
 
 import io
-import os
 import selectors
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import decoder
-from report_pipeline.core.worker.decoder import EXIT_ERROR, EXIT_MEMORY, Confinement
+from report_pipeline.core.sandbox import wire
+from report_pipeline.core.sandbox.child import Child, Confinement, ended, spawn
 
 
 @dataclass(frozen=True)
@@ -28,6 +27,19 @@ class Caps:
     max_pixels: int
     max_side: int
     preview_side: int = 0  # 0: the whole image; else scaled to fit this square
+
+
+@wire.message("previewed")
+class Previewed:
+    """The child's answer; the PNG is the frame's payload."""
+
+    ok: bool
+    reason: str
+    detail: str
+    width: int = 0
+    height: int = 0
+    mode: str = ""
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,57 +56,42 @@ class Result:
 
 def decode(evidence: bytes, caps: Caps, settings: DecodeSettings, seconds: float) -> Result:
     """The evidence decoded in a confined child: its full image as PNG, or a preview."""
-    parent, child = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's side ends in os._exit
-        parent.close()
-        _child(child, evidence, caps, settings)
-    child.close()
+
+    def work(sock: socket.socket) -> None:
+        wire.send(sock, *_decode_here(evidence, caps))
+
+    child = spawn(work, Confinement(settings.memory_bytes, 60))
     try:
-        return _collect(parent, pid, seconds)
+        return _collect(child, seconds)
     finally:
-        parent.close()
+        child.sock.close()
 
 
-def _collect(sock: socket.socket, pid: int, seconds: float) -> Result:
+def _collect(child: Child, seconds: float) -> Result:
     deadline = time.monotonic() + seconds
     with selectors.DefaultSelector() as selector:
-        selector.register(sock, selectors.EVENT_READ)
+        selector.register(child.sock, selectors.EVENT_READ)
         if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
+            child.stop()
             return Result(False, "decode_timeout", f"no result within {seconds:.0f} s")
     try:
-        header, payload = decoder.receive(sock)
-    except (decoder.ChildGone, ValueError):
-        _, status = os.waitpid(pid, 0)
-        kind, said = decoder.ended(status)
+        answer, payload = wire.receive(child.sock)
+    except (wire.ChildGone, ValueError):
+        status, _ = child.reap()
+        kind, said = ended(status)
         reason = {"memory": "memory_limit", "cpu": "decode_timeout"}.get(kind, "decoder_crashed")
         return Result(False, reason, f"the decoder {said}")
-    os.waitpid(pid, 0)
-    return Result(**header, png=payload)
+    child.reap()
+    return Result(**asdict(answer), png=payload)
 
 
-def _child(sock: socket.socket, evidence: bytes, caps: Caps, settings: DecodeSettings) -> None:
-    code = EXIT_ERROR
-    try:
-        decoder.confine(sock.fileno(), Confinement(settings.memory_bytes, 60))
-        header, payload = _decode_here(evidence, caps)
-        decoder.send(sock, header, payload)
-        code = 0
-    except MemoryError:
-        code = EXIT_MEMORY
-    finally:
-        os._exit(code)
-
-
-def _decode_here(evidence: bytes, caps: Caps) -> tuple[dict, bytes]:
+def _decode_here(evidence: bytes, caps: Caps) -> tuple[Previewed, bytes]:
     from PIL import Image  # in the child only: the parent never decodes evidence
 
-    from report_pipeline.core.worker.normalize import encode_png, plain_mode
+    from report_pipeline.core.validate.normalize import encode_png, plain_mode
 
-    def refused(reason: str, detail: str) -> tuple[dict, bytes]:
-        return {"ok": False, "reason": reason, "detail": detail}, b""
+    def refused(reason: str, detail: str) -> tuple[Previewed, bytes]:
+        return Previewed(ok=False, reason=reason, detail=detail), b""
 
     Image.MAX_IMAGE_PIXELS = caps.max_pixels
     try:
@@ -116,6 +113,6 @@ def _decode_here(evidence: bytes, caps: Caps) -> tuple[dict, bytes]:
     if caps.preview_side:
         image.thumbnail((caps.preview_side, caps.preview_side))
     png = encode_png(image)
-    header = {"ok": True, "reason": "", "detail": "", "width": width, "height": height,
-              "mode": png.mode, "sha256": png.sha256}  # fmt: skip
-    return header, png.png
+    answer = Previewed(ok=True, reason="", detail="", width=width, height=height, mode=png.mode,
+                       sha256=png.sha256)  # fmt: skip
+    return answer, png.png

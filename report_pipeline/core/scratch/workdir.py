@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from report_pipeline.core.model.clock import iso, parse_iso, utc_now
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 
 LEASE_FILE = "lease.json"
 BUCKET_FORMAT = "%Y%m%d%H"
@@ -111,6 +111,6 @@ def new_lease(owner: str, now: datetime, lease_minutes: int, work_minutes: int) 
     )
 
 
-def lease_for(settings: WorkerSettings, owner: str) -> Lease:
+def lease_for(settings: PipelineSettings, owner: str) -> Lease:
     policy = settings.retention
     return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)

@@ -28,13 +28,13 @@ import dagster as dg
 
 from report_pipeline.core.model.settings import TaskSizing
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.extractor import extractor_version
 from report_pipeline.defs.deployment.io_manager import LocalIOManager
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 
 DEPLOYMENT_ENV = "REPORT_PIPELINE_DEPLOYMENT"
@@ -126,7 +126,7 @@ def local_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
     """The embedded default: local inbox, store and scratch under their roots (see above);
     Dagster's filesystem IO manager. Tasks and decoders sized for the executor."""
     sizing = TaskSizing.for_executor(executor)
-    settings = WorkerResource(
+    settings = PipelineSettingsResource(
         work_root=root(WORK_ENV),
         extractor_version=extractor_version(),
         target_task_units=sizing.target_units,

@@ -26,10 +26,10 @@ from report_pipeline.core.model.settings import (
     EXTRACTOR_VERSION,
     DecodeSettings,
     Limits,
+    PipelineSettings,
     RetentionPolicy,
     ReviewSettings,
     TaskSizing,
-    WorkerSettings,
 )
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
@@ -106,7 +106,7 @@ class StoreResource(dg.ConfigurableResource):
         return LocalStore(root_path(self.root, "store.root"))
 
 
-class WorkerResource(dg.ConfigurableResource):
+class PipelineSettingsResource(dg.ConfigurableResource):
     """Limits, retention clocks and task granularity for the workers: the deployment's, for
     every run (per run: `stage_report`'s op config)."""
 
@@ -125,7 +125,7 @@ class WorkerResource(dg.ConfigurableResource):
     archive_days: int = RetentionPolicy.archive_days
     lease_minutes: int = RetentionPolicy.lease_minutes
     pages_per_task: int = TaskSizing.pages_per_task  # 0: group pages by estimated work
-    target_task_units: float = TaskSizing.target_units  # see core/worker/planning.py
+    target_task_units: float = TaskSizing.target_units  # see core/plan/sizing.py
     decoders: int = 0  # isolated decoder processes per task; 0: one per core
     decoder_memory_mib: int = DecodeSettings.memory_bytes // 2**20
     decode_image_seconds: float = DecodeSettings.image_seconds  # the most one image may take
@@ -143,7 +143,7 @@ class WorkerResource(dg.ConfigurableResource):
     # assets' code_version); a new version re-extracts a month into a revision that replaces it
     extractor_version: str = EXTRACTOR_VERSION
 
-    def settings(self) -> WorkerSettings:
+    def settings(self) -> PipelineSettings:
         limits = Limits(
             self.max_report_bytes, self.max_pages, self.max_image_stream_bytes,
             self.max_image_pixels, self.max_image_side, self.refuse_repaired,
@@ -164,4 +164,4 @@ class WorkerResource(dg.ConfigurableResource):
             max_image_side=self.review_max_image_side,
             rejected_evidence_days=self.review_rejected_evidence_days,
         )  # fmt: skip
-        return WorkerSettings(root, limits, retention, self.extractor_version, decode, review)
+        return PipelineSettings(root, limits, retention, self.extractor_version, decode, review)

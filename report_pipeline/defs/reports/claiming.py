@@ -9,8 +9,6 @@ import dagster as dg
 
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.submission import REVISION_TAG
-from report_pipeline.core.model.messages import StagedReport
-from report_pipeline.core.storage.store import Store
 
 # Runs that have not finished: a UI launch or backfill among them may not know its revision yet.
 UNFINISHED = [
@@ -44,18 +42,3 @@ def unresolved_run(instance: dg.DagsterInstance, month: str) -> str | None:
     of the primary inbox, before `stage_report` tags it with its revision)."""
     runs = unfinished_runs(instance, month)
     return next((run.run_id for run in runs if REVISION_TAG not in run.tags), None)
-
-
-def claim_for_run(
-    context: dg.OpExecutionContext, store: Store, staged: StagedReport
-) -> claims.Outcome:
-    """In `stage_report`, once the revision is known: intake's run holds the claim already (its
-    token is a tag); a UI launch or backfill takes it now, or learns which run holds it."""
-    tags = context.run.tags
-    outcome = claims.claim_in_run(
-        store, staged.ref.revision, context.run_id, tags.get(claims.CLAIM_TAG, ""),
-        runs_of(context.instance),
-    )  # fmt: skip
-    if outcome.won and tags.get(claims.CLAIM_TAG) != outcome.claim.token:
-        context.instance.add_run_tags(context.run_id, {claims.CLAIM_TAG: outcome.claim.token})
-    return outcome

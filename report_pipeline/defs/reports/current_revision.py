@@ -24,7 +24,7 @@ from report_pipeline.core.model.keys import manifest_table_key
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import StoreResource
 from report_pipeline.defs.reports.assets import report_manifest

@@ -14,8 +14,6 @@ from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.reports.month_checks import ASSET, check_evaluation
 
-NO_REPORT = "no_report"  # the refusal code of a month folder with no report in it
-
 
 def record_no_report(
     context: dg.OpExecutionContext, store: Store, limits: month_checks.Thresholds, why: str

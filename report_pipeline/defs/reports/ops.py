@@ -1,13 +1,14 @@
-"""The ops of `report_manifest`: adapters from Dagster to the core's steps. `stage_report` also
-decides what a run does with its month (no report, a superseded report, reuse, a claim another
-run holds), each ending as Dagster expects; the others call one core function each."""
+"""The ops of `report_manifest`: adapters from Dagster to the core's steps, one core function
+each. `stage_report` translates what core/stage_decision.py decides for the run's month (no
+report, a superseded report, reuse, a claim another run holds, staged) into Dagster's outputs."""
 
 import dagster as dg
 from pydantic import Field
 
-from report_pipeline.core.archive import archive as core_archive
-from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.intake.month_report import NotLatest, choose_for_run, opened_for_run
+from report_pipeline.core import steps
+from report_pipeline.core.archive import publishing
+from report_pipeline.core.intake import claims
+from report_pipeline.core.intake.month_report import NO_REPORT
 from report_pipeline.core.intake.submission import REVISION_TAG, check_open, revision_tags
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.keys import manifest_key
@@ -18,15 +19,24 @@ from report_pipeline.core.model.messages import (
     PublishedManifest,
     StagedReport,
 )
-from report_pipeline.core.worker import completion, worker
+from report_pipeline.core.stage_decision import (
+    ClaimLost,
+    Decision,
+    NothingToStage,
+    Reused,
+    RunAsks,
+    RunIdentity,
+    Staged,
+    stage_for_run,
+)
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
-from report_pipeline.defs.reports.claiming import claim_for_run
+from report_pipeline.defs.reports.claiming import runs_of
 from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded, owner
 from report_pipeline.defs.reports.metadata import (
     manifest_metadata,
@@ -35,7 +45,7 @@ from report_pipeline.defs.reports.metadata import (
     task_metadata,
 )
 from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS, month_check_results
-from report_pipeline.defs.reports.no_report import NO_REPORT, record_no_report, record_not_latest
+from report_pipeline.defs.reports.no_report import record_no_report, record_not_latest
 
 
 class StageReportConfig(dg.Config):
@@ -71,7 +81,7 @@ def stage_report(
     config: StageReportConfig,
     inbox: InboxResource,
     store: StoreResource,
-    settings: WorkerResource,
+    settings: PipelineSettingsResource,
     checks: CheckSettingsResource,
 ):
     """Read the report chosen at intake (or the month's report: the file whose content arrived
@@ -83,44 +93,40 @@ def stage_report(
     The step's metadata names the file used and the files it superseded."""
     month = context.partition_key
     pages_per_task = config.pages_per_task or settings.pages_per_task
+    run = RunIdentity(context.run_id, context.run.tags.get(claims.CLAIM_TAG, ""),
+                      runs_of(context.instance))  # fmt: skip
 
-    def work() -> tuple[StagedReport, list[PageTask]] | RefusedInput | NotLatest:
+    def tag(staged: StagedReport) -> None:
+        chosen = staged.source_file.source if staged.source_file else inbox.name
+        tag_run_with_revision(context, staged, chosen)
+
+    def work() -> Decision:
         check_open(month, monthly_partitions.has_partition_key)
-        named, worker_settings = inbox.source(config.source), settings.settings()
-        sources, backend, runner = inbox.report_sources(), store.get_store(), owner(context)
-        try:
-            chosen = choose_for_run(
-                backend, sources, month, worker_settings, runner, named.name, config.report_key,
-                config.source_hash,
-            )  # fmt: skip
-        except RefusedInput as refused:
-            if refused.code == NO_REPORT:  # an ordinary month with nothing in it
-                return refused
-            raise
-        if isinstance(chosen, NotLatest) or chosen.archived is not None:
-            return chosen if isinstance(chosen, NotLatest) else (chosen.archived, [])
-        with opened_for_run(sources, chosen, worker_settings, runner) as path:
-            return worker.stage(
-                backend, path, chosen.source, month, len(chosen.file.superseded),
-                worker_settings, runner, pages_per_task, settings.target_task_units,
-                expected_hash=chosen.sha256, source_file=chosen.file,
-            )  # fmt: skip
+        named = inbox.source(config.source)  # an unknown source name is refused here
+        asks = RunAsks(month, named.name, config.report_key, config.source_hash, pages_per_task,
+                       settings.target_task_units)  # fmt: skip
+        sources = inbox.report_sources()
+        return stage_for_run(store.get_store(), sources, settings.settings(), asks, run,
+                             owner(context), on_revision=tag)  # fmt: skip
 
-    found = guarded(context, work)
-    if isinstance(found, RefusedInput | NotLatest):
-        why, thresholds = found.message, checks.thresholds()
-        record = record_no_report if isinstance(found, RefusedInput) else record_not_latest
+    decision = guarded(context, work)
+    if isinstance(decision, NothingToStage):
+        thresholds = checks.thresholds()
+        record = record_no_report if decision.why == NO_REPORT else record_not_latest
+        why = decision.message
         guarded(context, lambda: record(context, store.get_store(), thresholds, why))
         return
-    staged, tasks = found
-    chosen_source = staged.source_file.source if staged.source_file else inbox.name
-    tag_run_with_revision(context, staged, chosen_source)
-    if not staged.reused:  # one run per revision extracts it (defs/reports/claiming.py)
-        claim = guarded(context, lambda: claim_for_run(context, store.get_store(), staged))
-        if not claim.won:
-            context.log.warning(f"nothing extracted in this run: {claim.describe()}")
-            return
-    if staged.reused:
+    if isinstance(decision, ClaimLost):  # one run per revision extracts it
+        context.log.warning(f"nothing extracted in this run: {decision.claim.describe()}")
+        return
+    if isinstance(decision, Staged) and decision.claim.claim.token != run.claim_token:
+        # a UI launch or backfill took the claim: tagged, so intake finds it as the holder
+        context.instance.add_run_tags(
+            context.run_id, {claims.CLAIM_TAG: decision.claim.claim.token}
+        )
+    staged = decision.staged
+    tasks = decision.tasks if isinstance(decision, Staged) else []
+    if isinstance(decision, Reused):
         context.log.info("revision already archived with a complete manifest: nothing to extract")
     meta = {**staged_metadata(staged), "page_groups": len(tasks), "pages_per_task": pages_per_task,
             "target_task_units": settings.target_task_units}  # fmt: skip
@@ -141,7 +147,10 @@ def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, 
 
 @dg.op(retry_policy=STORAGE_RETRY)
 def extract_pages(
-    context: dg.OpExecutionContext, store: StoreResource, settings: WorkerResource, task: PageTask
+    context: dg.OpExecutionContext,
+    store: StoreResource,
+    settings: PipelineSettingsResource,
+    task: PageTask,
 ) -> dg.Output[ExtractedTask]:
     """One page group (first_page..last_page): decode, validate and normalize every image its
     pages draw, in a private workdir. Bad bytes are quarantined on the spot (never retried);
@@ -149,7 +158,7 @@ def extract_pages(
     attempt = context.retry_number + 1  # recorded in the manifest with archive_pages's
     extracted = guarded(
         context,
-        lambda: worker.extract(
+        lambda: steps.extract(
             store.get_store(), task, settings.settings(), owner(context), attempt
         ),
     )
@@ -184,7 +193,7 @@ def archive_pages(
         raise dg.Failure("archive_pages got a task of another revision", allow_retries=False)
     attempt = context.retry_number + 1
     archived, children = guarded(
-        context, lambda: core_archive.archive(store.get_store(), extracted, attempt)
+        context, lambda: publishing.record_children(store.get_store(), extracted, attempt)
     )
     return dg.Output(archived, metadata=task_metadata(archived, children))
 
@@ -199,7 +208,7 @@ def archive_pages(
 def publish_manifest(
     context: dg.OpExecutionContext,
     store: StoreResource,
-    settings: WorkerResource,
+    settings: PipelineSettingsResource,
     checks: CheckSettingsResource,
     staged: StagedReport,
     archived: list[ArchivedTask],
@@ -211,7 +220,7 @@ def publish_manifest(
     retention = worker_settings.retention
     completed = guarded(
         context,
-        lambda: completion.complete_plan(
+        lambda: steps.complete_plan(
             store.get_store(), staged, archived, worker_settings, owner(context)
         ),
     )
@@ -220,7 +229,7 @@ def publish_manifest(
         context.log.warning(f"{len(completed)} planned task(s) had no result; done here: {keys}")
     archived = archived + completed
     manifest, reused = guarded(
-        context, lambda: core_archive.publish(store.get_store(), staged, archived, retention)
+        context, lambda: publishing.publish(store.get_store(), staged, archived, retention)
     )
     key = manifest_key(manifest.report_id, manifest.parent_revision)  # the month's revision
     if manifest.parent_revision != staged.ref.revision and not reused:

@@ -13,7 +13,7 @@ import dagster as dg
 
 from report_pipeline.core.checks import month_checks
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import StoreResource
 from report_pipeline.defs.reports.claiming import unfinished_runs

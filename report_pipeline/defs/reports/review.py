@@ -15,8 +15,8 @@ from report_pipeline.core.review.decide import Decided, decide
 from report_pipeline.core.review.pages import decide_page
 from report_pipeline.core.review.queue import ReviewError, archived_months
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
-from report_pipeline.defs.deployment.clock import ClockResource
-from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource, StoreResource
 from report_pipeline.defs.reports.current_revision import month_events
 from report_pipeline.defs.reports.month_checks import ASSET, check_evaluation
 
@@ -41,7 +41,7 @@ class ReviewDecision(dg.Config):
 )
 def decide_quarantined_image(
     context: dg.OpExecutionContext, config: ReviewDecision, store: StoreResource,
-    settings: WorkerResource, checks: CheckSettingsResource, clock: ClockResource,
+    settings: PipelineSettingsResource, checks: CheckSettingsResource, clock: ClockResource,
 ) -> None:  # fmt: skip
     backend, worker, now = store.get_store(), settings.settings(), clock.now()
     try:

@@ -9,14 +9,14 @@ import dagster as dg
 from report_pipeline.core.intake import claims, month_report, watch
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.intake.submission import REVISION_TAG, admit
-from report_pipeline.core.model.settings import WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.wording import plural
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
+    PipelineSettingsResource,
     StoreResource,
-    WorkerResource,
 )
 from report_pipeline.defs.reports.claiming import runs_of, unresolved_run
 from report_pipeline.defs.reports.jobs import extract_report_job
@@ -33,7 +33,7 @@ MAX_BYTES_HASHED_PER_TICK = 256 * 1024 * 1024
 
 def _consider(
     context: dg.SensorEvaluationContext, change: watch.Change, cursor: watch.Cursor,
-    settings: WorkerSettings, store: Store, primary: str,
+    settings: PipelineSettings, store: Store, primary: str,
 ) -> dg.RunRequest | str:  # fmt: skip
     """A run request for the month's new report, or why there is none."""
     where = watch.where(change.entry)
@@ -72,7 +72,7 @@ def _consider(
 
 
 def _changes(
-    inbox: InboxResource, store: Store, settings: WorkerSettings, cursor: watch.Cursor, now: int,
+    inbox: InboxResource, store: Store, settings: PipelineSettings, cursor: watch.Cursor, now: int,
     sweep: bool, notes: list[str],
 ) -> list[watch.Change]:  # fmt: skip
     """Each changed month decided by the one rule, what it read recorded in the month's ledger;
@@ -101,7 +101,7 @@ def build_new_report_sensor(
 
     def new_report_sensor(
         context: dg.SensorEvaluationContext, inbox: InboxResource, store: StoreResource,
-        settings: WorkerResource,
+        settings: PipelineSettingsResource,
     ) -> dg.SensorResult:  # fmt: skip
         """Watches every configured report source. Each month's report is the file whose
         content arrived last (a new sha256, not a newer mtime; docs/intake.md). A new one is

@@ -4,8 +4,8 @@ disk), never an asset's data, and no month's run ever selects them."""
 import dagster as dg
 
 from report_pipeline.core.checks import retention_audit
-from report_pipeline.defs.deployment.clock import ClockResource
-from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource, StoreResource
 
 DESCRIPTIONS = {
     "work_material_deleted_by_deadline":
@@ -26,7 +26,7 @@ DESCRIPTIONS = {
 def archive_retention_checks(
     context: dg.AssetCheckExecutionContext,
     store: StoreResource,
-    settings: WorkerResource,
+    settings: PipelineSettingsResource,
     clock: ClockResource,
 ):
     """One pass over what is due for both whole-archive checks: overdue items and bytes, the

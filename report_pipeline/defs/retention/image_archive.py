@@ -10,9 +10,9 @@ from report_pipeline.core.model import keys
 from report_pipeline.core.model.wording import plural
 from report_pipeline.core.retention import janitor
 from report_pipeline.core.retention.deletion_log import Deletion
-from report_pipeline.defs.deployment.clock import ClockResource
+from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
-from report_pipeline.defs.deployment.resources import StoreResource, WorkerResource
+from report_pipeline.defs.deployment.resources import PipelineSettingsResource, StoreResource
 
 TABLE_ROWS = 200
 # every kind, so each plots as 0 too
@@ -47,7 +47,7 @@ def _table(deletions: list[Deletion]) -> dg.TableMetadataValue:
 def image_archive(
     context: dg.AssetExecutionContext,
     store: StoreResource,
-    settings: WorkerResource,
+    settings: PipelineSettingsResource,
     clock: ClockResource,
 ):
     """The whole image archive's retention state, brought up to date by one janitor pass:

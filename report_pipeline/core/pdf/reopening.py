@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pymupdf
 
-from report_pipeline.core.worker.pdf_pages import open_pdf
+from report_pipeline.core.pdf.pages import open_pdf
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 # A confined child reopens its document once it has grown by this share of its memory allowance.

@@ -1,6 +1,6 @@
 """A revision's plan (archive/<report_id>/<revision>/plan.json), the one reader and writer of it.
 
-Written once at staging (core/worker/plan_store.py builds it). It holds the images expected per
+Written once at staging (core/plan/store.py builds it). It holds the images expected per
 page (what the manifest must account for), the pages whose content streams broke off (damaged:
 what broke off, and the sha256 that names it) or were repaired, when its tasks were queued (the
 unfinished revision's deadline) and its tasks (the manifest step finds any that a re-execution

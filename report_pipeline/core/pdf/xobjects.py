@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from pymupdf import mupdf
 
-from report_pipeline.core.worker.callbacks import guarded
+from report_pipeline.core.pdf.callbacks import guarded
 
 
 class XObjects:

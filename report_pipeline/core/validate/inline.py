@@ -10,8 +10,8 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import validation
-from report_pipeline.core.worker.pdf_pages import ImageRef
+from report_pipeline.core.pdf.pages import ImageRef
+from report_pipeline.core.validate import validation
 
 _TYPES = {
     mupdf.FZ_IMAGE_RAW: "raw", mupdf.FZ_IMAGE_FAX: "ccittfax", mupdf.FZ_IMAGE_FLATE: "flate",

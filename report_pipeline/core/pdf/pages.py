@@ -10,8 +10,7 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.worker.codestream import canonical
-from report_pipeline.core.worker.drawn import Draw, TooManyDraws, page_draws
+from report_pipeline.core.pdf.drawn import Draw, TooManyDraws, page_draws
 
 MAX_DRAWS_PER_PAGE = 10_000
 MAX_DRAWS_PER_REPORT = 50_000  # one child record each: keeps the manifest well under its cap
@@ -20,6 +19,17 @@ _COMPONENTS = {
     "DeviceGray": 1, "CalGray": 1, "Indexed": 1, "Separation": 1, "Pattern": 1,
     "DeviceRGB": 3, "CalRGB": 3, "Lab": 3, "DeviceCMYK": 4,
 }  # fmt: skip
+
+
+# Abbreviated filter names (an inline image may use them), as the full names
+ALIASES = {
+    "AHx": "ASCIIHexDecode", "A85": "ASCII85Decode", "LZW": "LZWDecode", "Fl": "FlateDecode",
+    "RL": "RunLengthDecode", "CCF": "CCITTFaxDecode", "DCT": "DCTDecode",
+}  # fmt: skip
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ class ImageRef:
     origin: str = "xobject"
     inline: object = field(default=None, compare=False, repr=False)
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
-    hidden: str = ""  # why a viewer does not show it (core/worker/visibility.py); "" when shown
+    hidden: str = ""  # why a viewer does not show it (core/pdf/visibility.py); "" when shown
 
 
 # a page's image draws in order: (origin, xref; 0: inline, why it is hidden; "": shown)
@@ -117,7 +127,7 @@ def page_images(
     """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order.
 
     `known`: the page's draws as the planning walk found them, (origin, xref, hidden) each
-    (core/worker/walk.py): the page is not interpreted again unless one of them is an inline
+    (core/plan/walk.py): the page is not interpreted again unless one of them is an inline
     image (xref 0), whose parsed object only a walk hands over."""
     if known is not None and all(xref > 0 for _, xref, _ in known):
         draws = [Draw(origin, xref, hidden=hidden) for origin, xref, hidden in known]

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from report_pipeline.core.worker import codestream
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.validate import codestream
+from report_pipeline.core.validate.quarantine import Quarantined
 
 _LIBJPEG_SAID = re.compile(r"jpeg error: ([^\n]{1,120})")
 

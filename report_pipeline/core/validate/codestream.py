@@ -9,12 +9,9 @@ Short input raises Quarantined("truncated"), nonsense raises Quarantined("undeco
 
 from __future__ import annotations
 
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.pdf.pages import canonical
+from report_pipeline.core.validate.quarantine import Quarantined
 
-ALIASES = {
-    "AHx": "ASCIIHexDecode", "A85": "ASCII85Decode", "LZW": "LZWDecode", "Fl": "FlateDecode",
-    "RL": "RunLengthDecode", "CCF": "CCITTFaxDecode", "DCT": "DCTDecode",
-}  # fmt: skip
 JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 J2K_SOC_SIZ = b"\xff\x4f\xff\x51"
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
@@ -24,10 +21,6 @@ _HEX = b"0123456789abcdefABCDEF"
 _A85 = bytes(range(33, 118)) + b"z"
 JBIG2_TYPES = {0, 4, 6, 7, 16, 20, 22, 23, 36, 38, 39, 40, 42, 43, 48, 49, 50, 51, 52, 53, 62}
 JBIG2_REGIONS = {6, 7, 22, 23, 36, 38, 39, 42, 43}
-
-
-def canonical(name: str) -> str:
-    return ALIASES.get(name, name)
 
 
 def _be(data: bytes, at: int, size: int, what: str) -> int:

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 
 from pymupdf import mupdf
 
-from report_pipeline.core.worker.callbacks import guarded
+from report_pipeline.core.pdf.callbacks import guarded
 
 OPTIONAL_CONTENT_OFF = "optional_content_off"
 ANNOTATION_HIDDEN = "annotation_hidden"

@@ -10,7 +10,7 @@ type or an impossible geometry raises Quarantined("undecodable").
 
 from __future__ import annotations
 
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.validate.quarantine import Quarantined
 
 KEYS = (("Predictor", 1), ("Colors", 1), ("BitsPerComponent", 8), ("Columns", 1))
 MAX_COLORS = 32  # MuPDF's limit

@@ -18,20 +18,18 @@ from __future__ import annotations
 import os
 import re
 import selectors
-import signal
 import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from pymupdf import mupdf
 
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.worker import breaks, decoder
-from report_pipeline.core.worker.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
-from report_pipeline.core.worker.pdf_pages import (
+from report_pipeline.core.pdf import breaks
+from report_pipeline.core.pdf.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
+from report_pipeline.core.pdf.pages import (
     MAX_DRAWS_PER_REPORT,
     Draws,
     TooManyImages,
@@ -39,7 +37,9 @@ from report_pipeline.core.worker.pdf_pages import (
     expand,
     walk_page,
 )
-from report_pipeline.core.worker.reopening import Reopening
+from report_pipeline.core.pdf.reopening import Reopening
+from report_pipeline.core.sandbox import wire
+from report_pipeline.core.sandbox.child import Child, Confinement, ended, spawn
 
 
 class WalkFailed(Exception):
@@ -48,6 +48,22 @@ class WalkFailed(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason, self.message = reason, message
+
+
+@wire.message("page_walked")
+class PageWalked:
+    images: int
+    pixels: int  # declared, summed over the page's draws
+    streams: dict | None  # breaks.to_wire: content streams that broke off or were repaired
+    unread: int  # inline images the page's content begins that MuPDF never read
+    draws: dict  # pdf.pages.compact
+
+
+@wire.message("walk_stopped")
+class WalkStopped:
+    page: int
+    reason: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -62,66 +78,52 @@ class Walked:
 def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
     """Every page's image draws, declared pixels and broken or repaired streams, walked in a
     confined child; raises WalkFailed when a page's walk cannot finish."""
-    ours, theirs = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        ours.close()
-        _child(theirs, path, settings)
-    theirs.close()
+    limit = Confinement(settings.memory_bytes, max(1, int(settings.walk_cpu_seconds)))
+    child = spawn(_work(path, settings.memory_bytes), limit)
     try:
-        return _collect(ours, pid, pages, settings)
+        return _collect(child, pages, settings)
     except WalkFailed:  # raised once the child is reaped
         raise
     except BaseException:
-        _stop(pid)  # anything else went wrong here: the child does not outlive it
+        child.stop()  # anything else went wrong here: the child does not outlive it
         raise
     finally:
-        ours.close()
+        child.sock.close()
 
 
-def _stop(pid: int) -> None:
-    """Kill and reap the child (not reaped yet, so its pid is still ours)."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
-
-
-def _collect(sock: socket.socket, pid: int, pages: int, settings: DecodeSettings) -> Walked:
+def _collect(child: Child, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
     draws: list[Draws] = []
     streams: dict[int, PageStreams] = {}
     unread: dict[int, int] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
-        selector.register(sock, selectors.EVENT_READ)
+        selector.register(child.sock, selectors.EVENT_READ)
         while len(counts) < pages:
             if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                os.kill(pid, signal.SIGKILL)
-                _reap(pid)
+                child.stop()
                 raise _refused(len(counts) + 1, "walk_timeout",
                                f"it took longer than {settings.walk_seconds:.0f} s")  # fmt: skip
             try:
-                message, _ = decoder.receive(sock)
-            except (OSError, ValueError, decoder.ChildGone):
-                status = _reap(pid)
+                msg, _ = wire.receive(child.sock)
+            except (OSError, ValueError, wire.ChildGone):
+                status, _ = child.reap()
                 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:  # fewer pages than
                     raise WalkFailed(
                         "page_count_mismatch",  # intake counted
                         f"PDF lists {len(counts)} of its {pages} pages",
                     ) from None
                 raise _refused(len(counts) + 1, *_death(status, settings)) from None
-            if message["t"] == "failed":
-                _reap(pid)
-                raise _refused(message["page"], message["reason"], message["detail"])
-            counts.append((message["images"], message["pixels"]))
-            draws.append(expand(message["draws"]))
-            if message["unread"]:
-                unread[len(counts)] = message["unread"]
-            if message["streams"]:
-                streams[len(counts)] = breaks.from_wire(message["streams"])
-    _reap(pid)
+            if isinstance(msg, WalkStopped):
+                child.reap()
+                raise _refused(msg.page, msg.reason, msg.detail)
+            counts.append((msg.images, msg.pixels))
+            draws.append(expand(msg.draws))
+            if msg.unread:
+                unread[len(counts)] = msg.unread
+            if msg.streams:
+                streams[len(counts)] = breaks.from_wire(msg.streams)
+    child.reap()
     return Walked(counts, draws, streams, unread)
 
 
@@ -130,7 +132,7 @@ def _refused(page: int, reason: str, detail: str) -> WalkFailed:
 
 
 def _death(status: int, settings: DecodeSettings) -> tuple[str, str]:
-    how, said = decoder.ended(status)
+    how, said = ended(status)
     if how == "cpu":
         return "walk_timeout", f"it used more than {settings.walk_cpu_seconds:.0f} s of CPU"
     if how == "memory":
@@ -138,22 +140,14 @@ def _death(status: int, settings: DecodeSettings) -> tuple[str, str]:
     return "walk_failed", f"the walk {said}"
 
 
-def _reap(pid: int) -> int:
-    return os.waitpid(pid, 0)[1]
+def _work(path: Path, memory_bytes: int):
+    """The child's work, run confined (sandbox.child.spawn)."""
 
-
-def _child(sock: socket.socket, path: Path, settings: DecodeSettings) -> NoReturn:
-    code = decoder.EXIT_ERROR
-    try:
-        decoder.confine(sock.fileno(), decoder.Confinement(
-            settings.memory_bytes, max(1, int(settings.walk_cpu_seconds))))  # fmt: skip
-        with Reopening.within(path, settings.memory_bytes) as pages:
+    def run(sock: socket.socket) -> None:
+        with Reopening.within(path, memory_bytes) as pages:
             _walk(sock, pages)
-        code = 0
-    except MemoryError:
-        code = decoder.EXIT_MEMORY
-    finally:
-        os._exit(code)
+
+    return run
 
 
 def _walk(sock: socket.socket, pages: Reopening) -> None:
@@ -170,20 +164,17 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
             refs, streams, unread = [], breaks.unloadable(doc, number, error), 0  # resources)
         except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
-            decoder.send(sock, {"t": "failed", "page": number, "reason": reason,
-                                "detail": detail})  # fmt: skip
+            wire.send(sock, WalkStopped(page=number, reason=reason, detail=detail))
             return
         total += len(refs)
         if total > MAX_DRAWS_PER_REPORT:
-            decoder.send(sock, {"t": "failed", "page": number, "reason": "too_many_images",
-                                "detail": f"the report draws more than {MAX_DRAWS_PER_REPORT} "
-                                "images"})  # fmt: skip
+            detail = f"the report draws more than {MAX_DRAWS_PER_REPORT} images"
+            wire.send(sock, WalkStopped(page=number, reason="too_many_images", detail=detail))
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
         draws = compact([(r.origin, r.xref, r.hidden) for r in refs])
-        decoder.send(sock, {"t": "page", "images": len(refs), "pixels": pixels,
-                            "streams": breaks.to_wire(streams), "unread": unread,
-                            "draws": draws})  # fmt: skip
+        wire.send(sock, PageWalked(images=len(refs), pixels=pixels, unread=unread,
+                                   streams=breaks.to_wire(streams), draws=draws))  # fmt: skip
 
 
 _NOT_RUN = ("Link", "Popup")  # annotations MuPDF does not load as annotations of a page
@@ -214,7 +205,7 @@ _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token
 def _unread_inline_images(doc, number: int, refs: list) -> int:
     """Inline images the page's own content stream begins (`BI`) that MuPDF never handed over:
     one cut off by the end of the stream, or past an error it stopped at. Poppler lists such an
-    image; here it becomes a record, quarantined `truncated` (core/worker/worker.py), never
+    image; here it becomes a record, quarantined `truncated` (core/steps.py), never
     silently absent. (Counted on the page's content only, where `origin` is "inline".)"""
     begun = len(_INLINE.findall(doc[number - 1].read_contents()))
     read = sum(ref.origin == "inline" for ref in refs)

@@ -12,9 +12,9 @@ import re
 import zlib
 from collections.abc import Sequence
 
-from report_pipeline.core.worker import predictor
-from report_pipeline.core.worker.codestream import canonical
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.pdf.pages import canonical
+from report_pipeline.core.validate import predictor
+from report_pipeline.core.validate.quarantine import Quarantined
 
 PREFIX_LIMIT = 256 * 1024
 _WHITESPACE = b"\x00\t\n\x0c\r "

@@ -1,5 +1,7 @@
-"""Each worker step's work over the Store, free of Dagster: stage (and plan), extract. Archiving
-the children and publishing the manifest are the archive's (core/archive/archive.py).
+"""Each step's work over the Store, free of Dagster: stage (and plan), extract, and completing a
+plan (the planned tasks a re-execution left out are extracted and archived in the manifest step,
+so the manifest accounts for the plan, not for whatever reached the step). Recording the
+children and publishing the manifest are the archive's (core/archive/publishing.py).
 
 Bytes move between steps only through the store; every step works in its own private directory.
 """
@@ -14,10 +16,18 @@ from datetime import datetime
 from pathlib import Path
 
 from report_pipeline.core.archive.months import current_for
+from report_pipeline.core.archive.publishing import record_children
+from report_pipeline.core.decode.child import Decoded
+from report_pipeline.core.decode.pool import (
+    CpuBudgetExceeded,
+    decode_pages,
+    peak_child_rss_kib,
+)
 from report_pipeline.core.intake.intake import RefusedInput, identify
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import (
+    ArchivedTask,
     ExtractedTask,
     PageTask,
     RevisionRef,
@@ -25,29 +35,23 @@ from report_pipeline.core.model.messages import (
 )
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.records import OutcomeRecord, SourceFile
-from report_pipeline.core.model.settings import TaskSizing, WorkerSettings
+from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
 from report_pipeline.core.model.store_json import complete_manifest
+from report_pipeline.core.pdf.pages import Draws
+from report_pipeline.core.plan import walk
+from report_pipeline.core.plan.store import missing_tasks, plan, read_draws, write_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
 from report_pipeline.core.storage.parallel_io import BackgroundPuts
 from report_pipeline.core.storage.store import Store
-from report_pipeline.core.worker import walk
-from report_pipeline.core.worker.decoder import Decoded
-from report_pipeline.core.worker.isolation import (
-    CpuBudgetExceeded,
-    decode_pages,
-    peak_child_rss_kib,
-)
-from report_pipeline.core.worker.pdf_pages import Draws
-from report_pipeline.core.worker.plan_store import plan, read_draws, write_draws
 
 
-def work_deadline(settings: WorkerSettings) -> datetime:
+def work_deadline(settings: PipelineSettings) -> datetime:
     """When an unfinished revision's working material may go: the run's lease + the short clock."""
     return utc_now() + settings.retention.unfinished_hold
 
 
-def mark_work(store: Store, ref: RevisionRef, settings: WorkerSettings) -> None:
+def mark_work(store: Store, ref: RevisionRef, settings: PipelineSettings) -> None:
     """The short clock's marker, written BEFORE the working material it covers (the staged
     source, work objects, and whatever the revision puts in the archive before its manifest is
     published): a crash between the two leaves a marker with nothing behind it (done on the
@@ -61,7 +65,7 @@ def peak_rss_kib() -> int:
 
 def stage(
     store: Store, source: Path, source_name: str, month: str, superseded: int,
-    settings: WorkerSettings, owner: str, pages_per_task: int = TaskSizing.pages_per_task,
+    settings: PipelineSettings, owner: str, pages_per_task: int = TaskSizing.pages_per_task,
     target_units: float = TaskSizing.target_units,
     expected_hash: str = "",
     source_file: SourceFile | None = None,
@@ -93,9 +97,9 @@ def stage(
     return staged, tasks
 
 
-def _image_counts(path: Path, pages: int, settings: WorkerSettings) -> walk.Walked:
+def _image_counts(path: Path, pages: int, settings: PipelineSettings) -> walk.Walked:
     """Per page (images, pixels, broken or repaired streams) for planning, found in a confined child
-    (core/worker/walk.py); every page intake counted must be listed."""
+    (core/plan/walk.py); every page intake counted must be listed."""
     try:
         return walk.image_counts(path, pages, settings.decode)
     except walk.WalkFailed as failed:
@@ -112,12 +116,12 @@ def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) ->
     return None
 
 
-UNREAD_INDEX = 10_000  # after every draw MuPDF read on the page (pdf_pages.MAX_DRAWS_PER_PAGE)
+UNREAD_INDEX = 10_000  # after every draw MuPDF read on the page (pdf.pages.MAX_DRAWS_PER_PAGE)
 
 
 def _unread_inline(task: PageTask) -> Iterator[tuple[ImageOutcome, None, None]]:
     """A record for each inline image the planning walk saw begun but MuPDF never read: it is
-    quarantined `truncated`, never silently absent (core/worker/walk.py)."""
+    quarantined `truncated`, never silently absent (core/plan/walk.py)."""
     now = iso(utc_now())
     detail = "an inline image its content stream begins, cut off or past an error MuPDF stopped at"
     for page, count in task.unread_inline:
@@ -132,7 +136,7 @@ Decoders = Callable[..., Iterator[Decoded]]
 
 
 def extract(
-    store: Store, task: PageTask, settings: WorkerSettings, owner: str, attempt: int = 1,
+    store: Store, task: PageTask, settings: PipelineSettings, owner: str, attempt: int = 1,
     decoders: Decoders = decode_pages,
 ) -> ExtractedTask:  # fmt: skip
     """Decode, validate and normalize the task's images in isolated decoders, and write each
@@ -148,7 +152,7 @@ def extract(
     An image drawn several times is decoded once per decoder; each content is uploaded once, and
     only if absent (a retry or a rerun writes nothing new). `attempt` is the step's attempt
     (1: the first), kept on the result for the manifest. `decoders`: the confined pool; only a
-    measurement or a test that compares against it passes another (decoder.decode_in_process).
+    measurement or a test that compares against it passes another (decode.child.decode_in_process).
     """
     started = utc_now()
     lease = lease_for(settings, owner)
@@ -174,7 +178,7 @@ def extract(
 
 
 def _decode(
-    uploads: BackgroundPuts, task: PageTask, path: Path, settings: WorkerSettings,
+    uploads: BackgroundPuts, task: PageTask, path: Path, settings: PipelineSettings,
     planned: dict[int, Draws], decoders: Decoders,
 ) -> Iterator[tuple[ImageOutcome, str | None, str | None]]:  # fmt: skip
     """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
@@ -203,3 +207,23 @@ def _decode(
     except CpuBudgetExceeded as exc:
         raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "
                            f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip
+
+
+def complete_plan(
+    store: Store, staged: StagedReport, archived: list[ArchivedTask], settings: PipelineSettings,
+    owner: str,
+) -> list[ArchivedTask]:  # fmt: skip
+    """Extract and archive here every planned task that has no result in `archived`.
+
+    The manifest must account for the plan, not for whatever reached this step. A re-execution
+    from failure of a run whose worker died mid fan-out leaves out the mapped tasks that never
+    started (Dagster selects only steps with a failed or unfinished attempt), and the collected
+    list is then silently short. Both steps are idempotent, so doing them again is safe.
+    """
+    if staged.reused or complete_manifest(store, staged.ref) is not None:
+        return []
+    done = {task.task.task_key for task in archived}
+    return [
+        record_children(store, extract(store, task, settings, owner), 1)[0]
+        for task in missing_tasks(store, staged.ref, done)
+    ]

@@ -15,9 +15,9 @@ import magic
 from PIL import Image
 
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import codestream, prefix
-from report_pipeline.core.worker.pdf_pages import ImageRef
-from report_pipeline.core.worker.quarantine import Quarantined
+from report_pipeline.core.pdf.pages import ImageRef, canonical
+from report_pipeline.core.validate import codestream, prefix
+from report_pipeline.core.validate.quarantine import Quarantined
 
 __all__ = ["Quarantined"]
 CODEC_TYPES = {"DCTDecode": "jpeg", "JPXDecode": "jpx", "FlateDecode": "flate"}
@@ -61,7 +61,7 @@ def check_codestream(
     """
     if not filters:
         return
-    codec = codestream.canonical(filters[-1])
+    codec = canonical(filters[-1])
     data, complete = raw, True
     if len(filters) > 1:
         data, complete = prefix.decode_prefix(raw, filters[:-1], parms[:-1])

@@ -12,10 +12,10 @@ from report_pipeline.core.archive.carry import carried
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, StagedReport
-from report_pipeline.core.model.plan import read_plan
 from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.model.store_json import complete_manifest
+from report_pipeline.core.plan.record import read_plan
 from report_pipeline.core.retention import deadlines, deletion_log
 from report_pipeline.core.retention.material import working_objects
 from report_pipeline.core.storage.store import Store
@@ -60,7 +60,7 @@ def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None)
 _STATES = {"validated": "archived", "hidden": "hidden"}  # the worker's verdict -> the child's
 
 
-def archive(
+def record_children(
     store: Store, extracted: ExtractedTask, attempt: int
 ) -> tuple[ArchivedTask, list[ChildRecord]]:
     """Record the task's children in the archive: its images (and quarantined streams) are

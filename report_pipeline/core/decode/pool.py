@@ -14,10 +14,8 @@ again on a later page. A task that spends more CPU than its budget raises `CpuBu
 
 from __future__ import annotations
 
-import os
 import resource
 import selectors
-import signal
 import socket
 import time
 from collections import deque
@@ -25,10 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from report_pipeline.core.decode import child as decoder
+from report_pipeline.core.decode import messages as m
+from report_pipeline.core.decode.child import Decoded, crash_outcome
 from report_pipeline.core.model.settings import DecodeSettings, Limits
-from report_pipeline.core.worker import decoder
-from report_pipeline.core.worker.decoder import Decoded, crash_outcome
-from report_pipeline.core.worker.pdf_pages import Draws, compact
+from report_pipeline.core.pdf.pages import Draws, compact
+from report_pipeline.core.sandbox import wire
+from report_pipeline.core.sandbox.child import Child, Confinement, ended, spawn
 
 
 class CpuBudgetExceeded(Exception):
@@ -39,7 +40,7 @@ def decode_pages(
     path: Path, pages: list[int], limits: Limits, settings: DecodeSettings, cpu_budget: float,
     known: dict[int, Draws] | None = None,
 ) -> Iterator[Decoded]:  # fmt: skip
-    """`known`: pages' draws as the planning walk found them (plan_store.read_draws); a page
+    """`known`: pages' draws as the planning walk found them (plan.store.read_draws); a page
     without them is walked by its decoder."""
     known = known or {}
     pool = _Pool(path, limits, settings, cpu_budget, known)
@@ -50,11 +51,10 @@ def decode_pages(
 
 
 @dataclass
-class _Child:
-    pid: int
-    sock: socket.socket
+class _Decoder:
+    proc: Child
     job: tuple[int, int] | None = None  # (page, next index) being worked on
-    current: dict | None = None  # the image being decoded ("begin" seen, no result yet)
+    current: m.Where | None = None  # the image being decoded (Begin seen, no result yet)
     deadline: float = 0.0
     cpu: float = 0.0
 
@@ -66,7 +66,7 @@ class _Pool:
     settings: DecodeSettings
     cpu_budget: float
     known: dict[int, Draws]
-    children: list[_Child] = field(default_factory=list)
+    children: list[_Decoder] = field(default_factory=list)
     jobs: deque = field(default_factory=deque)
     poisoned: dict[int, tuple[str, str]] = field(default_factory=dict)
     cpu_done: float = 0.0
@@ -94,98 +94,84 @@ class _Pool:
                 child.deadline = time.monotonic() + self.settings.image_seconds
                 page, start = child.job
                 skip = [[x, *why] for x, why in self.poisoned.items()]
-                job = {"page": page, "start": start, "skip": skip}
-                if page in self.known:
-                    job["known"] = compact(self.known[page])
-                decoder.send(child.sock, job)
+                known = compact(self.known[page]) if page in self.known else None
+                wire.send(child.proc.sock, m.Job(page=page, start=start, skip=skip, known=known))
 
     def _wait(self) -> float:
         busy = [c.deadline for c in self.children if c.job]
         return max(0.0, min(busy) - time.monotonic()) if busy else 0.1
 
     def _spawn(self) -> None:
-        ours, theirs = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            ours.close()
-            decoder.child_main(theirs, self.path, self.limits, self._confinement())
-        theirs.close()
-        ours.settimeout(self.settings.image_seconds)
-        child = _Child(pid, ours)
+        limit = Confinement(self.settings.memory_bytes, max(1, int(self.cpu_budget + 1)))
+        work = decoder.work(self.path, self.limits, self.settings.memory_bytes)
+        child = _Decoder(spawn(work, limit))
+        child.proc.sock.settimeout(self.settings.image_seconds)
         self.children.append(child)
-        self.selector.register(ours, selectors.EVENT_READ, child)
+        self.selector.register(child.proc.sock, selectors.EVENT_READ, child)
 
-    def _confinement(self) -> decoder.Confinement:
-        cpu = max(1, int(self.cpu_budget + 1))
-        return decoder.Confinement(self.settings.memory_bytes, cpu)
-
-    def _read(self, child: _Child) -> Iterator[Decoded]:
+    def _read(self, child: _Decoder) -> Iterator[Decoded]:
         try:
-            message, payload = decoder.receive(child.sock)
-        except (OSError, ValueError, decoder.ChildGone):
+            msg, payload = wire.receive(child.proc.sock)
+        except (OSError, ValueError, wire.ChildGone):
             yield from self._lost(child, *self._death_reason(child))
             return
         child.deadline = time.monotonic() + self.settings.image_seconds
-        child.cpu = message.get("cpu", child.cpu)
-        kind = message["t"]
-        if kind == "begin":
-            child.current = message
-            budget = self.settings.image_budget(message["width"], message["height"])
+        child.cpu = getattr(msg, "cpu", child.cpu)
+        if isinstance(msg, m.Begin):
+            child.current = msg.where
+            budget = self.settings.image_budget(msg.where.width, msg.where.height)
             child.deadline = time.monotonic() + budget
-        elif kind == "done":
+        elif isinstance(msg, m.Done):
             child.job, child.current = None, None
-        elif kind in {"image", "repeat", "poisoned"}:
+        elif isinstance(msg, m.Image | m.Repeat | m.Poisoned):
             child.current = None
-            child.job = (message["page"], message["index"] + 1)
-            yield decoder.decoded(message, payload, self.poisoned)
+            child.job = (msg.where.page, msg.where.index + 1)
+            yield decoder.decoded(msg, payload, self.poisoned)
 
-    def _too_long(self, child: _Child) -> str:
+    def _too_long(self, child: _Decoder) -> str:
         current = child.current
         if current is None:
             return "finding the page's images took too long"
-        budget = self.settings.image_budget(current["width"], current["height"])
-        return (
-            f"decoding took longer than its {budget:.0f} s budget for {current['width']}x"
-            f"{current['height']}"
-        )
+        budget = self.settings.image_budget(current.width, current.height)
+        size = f"{current.width}x{current.height}"
+        return f"decoding took longer than its {budget:.0f} s budget for {size}"
 
-    def _death_reason(self, child: _Child) -> tuple[str, str]:
-        how, said = decoder.ended(self._reap(child))
+    def _death_reason(self, child: _Decoder) -> tuple[str, str]:
+        how, said = ended(self._reap(child))
         if how == "cpu":
             raise CpuBudgetExceeded(f"a decoder used more than {self.cpu_budget:.0f} CPU s")
         return "memory_limit" if how == "memory" else "decoder_crashed", f"the decoder {said}"
 
-    def _lost(self, child: _Child, reason: str, detail: str) -> Iterator[Decoded]:
+    def _lost(self, child: _Decoder, reason: str, detail: str) -> Iterator[Decoded]:
         """The child is gone (or is killed now): quarantine its image, resume after it."""
         if reason == "decode_timeout":
-            os.kill(child.pid, signal.SIGKILL)
+            child.proc.kill()
             self._reap(child)
         job, current = child.job, child.current
         self.children.remove(child)
         if current is not None:
-            if current["xref"]:
-                self.poisoned[current["xref"]] = (reason, detail)
+            if current.xref:
+                self.poisoned[current.xref] = (reason, detail)
             yield crash_outcome(current, reason, detail)
-            self.jobs.appendleft((current["page"], current["index"] + 1))
+            self.jobs.appendleft((current.page, current.index + 1))
         elif job is not None and job not in self.retried:
             self.retried.add(job)  # died between images: that place is tried once more; a
             self.jobs.appendleft(job)  # page left short shows as incomplete in the manifest
 
-    def _reap(self, child: _Child) -> int:
-        if child.sock.fileno() >= 0:
-            self.selector.unregister(child.sock)
-            child.sock.close()
-        _, status, usage = os.wait4(child.pid, 0)
-        self.cpu_done += usage.ru_utime + usage.ru_stime
+    def _reap(self, child: _Decoder) -> int:
+        if child.proc.sock.fileno() >= 0:
+            self.selector.unregister(child.proc.sock)
+        status, cpu = child.proc.reap()
+        self.cpu_done += cpu
         child.cpu = 0.0
         return status
 
     def stop(self) -> None:
         for child in self.children:
             if child.job:  # stopped early (budget, error): its work is not wanted
-                os.kill(child.pid, signal.SIGKILL)
+                child.proc.kill()
             else:
-                child.sock.shutdown(socket.SHUT_WR)  # no more jobs: the child exits
+                child.proc.sock.shutdown(socket.SHUT_WR)  # no more jobs: the child exits
         for child in list(self.children):
             self._reap(child)
         self.children.clear()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from pymupdf import mupdf
 
-from report_pipeline.core.worker.callbacks import guarded
+from report_pipeline.core.pdf.callbacks import guarded
 
 Stream = tuple[mupdf.PdfObj, mupdf.PdfObj | None]  # a pattern or mask group, and its resources
 _FILLS, _STROKES = {0, 2, 4, 6}, {1, 2, 5, 6}  # text rendering modes that fill, that stroke

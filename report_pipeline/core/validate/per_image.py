@@ -14,15 +14,15 @@ from PIL import Image
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.worker import codestream, icc, inline, normalize, shortfall, validation
-from report_pipeline.core.worker.pdf_pages import (
+from report_pipeline.core.pdf.pages import (
     ImageRef,
     components_of,
     declared_int,
     filter_chain,
 )
-from report_pipeline.core.worker.prefix import decode_prefix, parm
-from report_pipeline.core.worker.validation import Quarantined
+from report_pipeline.core.validate import codestream, icc, inline, normalize, shortfall, validation
+from report_pipeline.core.validate.prefix import decode_prefix, parm
+from report_pipeline.core.validate.validation import Quarantined
 
 _TRUNCATION_WORDS = ("premature", "truncat", "end of data", "read error", "unexpected eof")
 # What MuPDF's Flate filter says of data without its adler32 checksum (or with a wrong one): the

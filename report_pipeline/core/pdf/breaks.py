@@ -25,7 +25,7 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.model.records import Break, PageStreams
-from report_pipeline.core.worker.operators import cut_off
+from report_pipeline.core.pdf.operators import cut_off
 
 UNREADABLE, CUT_OFF, UNLOADABLE = "stream_unreadable", "stream_cut_off", "page_unloadable"
 _SHORT = ("premature end of", "ignoring zlib error")  # MuPDF went on with what it had

@@ -4,7 +4,7 @@ manifest step to find planned tasks a re-execution left out, and by the retentio
 
 Beside it, as working material (work/<revision>/draws.json), every page's image draws as the
 planning walk found them: the decoders take them from there instead of interpreting each page a
-second time (core/worker/pdf_pages.py `page_images`)."""
+second time (core/pdf/pages.py `page_images`)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import json
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import PageTask, RevisionRef
-from report_pipeline.core.model.plan import Plan, read_plan, write_plan
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
+from report_pipeline.core.pdf.pages import Draws, compact, expand
+from report_pipeline.core.plan.record import Plan, read_plan, write_plan
+from report_pipeline.core.plan.sizing import group_pages, page_cost
 from report_pipeline.core.storage.store import MissingObject, Store
-from report_pipeline.core.worker.pdf_pages import Draws, compact, expand
-from report_pipeline.core.worker.planning import group_pages, page_cost
 
 
 def budget(share: float, decode: DecodeSettings) -> float:
