@@ -126,9 +126,13 @@ def _unread_inline(task: PageTask) -> Iterator[tuple[ImageOutcome, None, None]]:
     detail = "an inline image its content stream begins, cut off or past an error MuPDF stopped at"
     for page, count in task.unread_inline:
         for k in range(count):
-            yield ImageOutcome(page, UNREAD_INDEX + k, "quarantined", "truncated", detail,
-                               "inline", None, 0, 0, None, None, 0, 0, now, now, "inline"), \
-                None, None  # fmt: skip
+            outcome = ImageOutcome(
+                page=page, index=UNREAD_INDEX + k, state="quarantined", reason="truncated",
+                detail=detail, declared_type="inline", signature=None, width=0, height=0,
+                mode=None, content_hash=None, png_bytes=0, stream_bytes=0, started_at=now,
+                finished_at=now, origin="inline", xref=0,
+            )  # fmt: skip
+            yield outcome, None, None
 
 
 # decode_pages' signature: (pdf, pages, limits, decode settings, CPU budget, planned draws)
@@ -190,8 +194,10 @@ def _decode(
     budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
     try:
         for item in decoders(path, pages, settings.limits, settings.decode, budget, planned):
-            if item.outcome is None:  # the same image as an earlier draw
-                outcome, key = known[item.xref]
+            if item.outcome is None:  # the same image as an earlier draw, at this draw's place
+                decoded, key = known[item.xref]
+                place = {"page": item.page, "index": item.index, "origin": item.origin}
+                outcome = replace(decoded, **place, hidden=item.hidden)
             else:
                 outcome, key = item.outcome, _object_key(task, item.outcome, item.payload)
                 if key and key not in written and item.payload:
@@ -200,9 +206,7 @@ def _decode(
                     uploads.put_if_absent(key, item.payload, written[key])
                 if item.xref and outcome.state != "hidden":  # a repeat is of a decoded draw
                     known[item.xref] = (outcome, key)
-            place = {"page": item.page, "index": item.index, "origin": item.origin,
-                     "hidden": item.hidden}  # fmt: skip
-            yield replace(outcome, **place, xref=item.xref), key, written.get(key or "")
+            yield outcome, key, written.get(key or "")
         yield from _unread_inline(task)
     except CpuBudgetExceeded as exc:
         raise RefusedInput("cpu_budget_exceeded", f"{exc} (the report's budget is "

@@ -208,15 +208,17 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
         if evidence is None and bad.evidence is not None:  # refused by a check on its stream
             raw = evidence = bad.evidence
         outcome = ImageOutcome(
-            ref.page, ref.index, "quarantined", bad.reason, bad.detail,
-            _declared(ref), signature, ref.width, ref.height, None, None, 0,
-            len(raw), started, iso(utc_now()), notes=notes,
+            **_place(ref), state="quarantined", reason=bad.reason, detail=bad.detail,
+            declared_type=_declared(ref), signature=signature, width=ref.width,
+            height=ref.height, mode=None, content_hash=None, png_bytes=0, stream_bytes=len(raw),
+            started_at=started, finished_at=iso(utc_now()), notes=notes,
         )  # fmt: skip
         return Processed(outcome, evidence)
     outcome = ImageOutcome(
-        ref.page, ref.index, "validated", None, None, _declared(ref), signature,
-        result.width, result.height, result.mode, result.sha256, len(result.png), len(raw),
-        started, iso(utc_now()), notes=notes,
+        **_place(ref), state="validated", reason=None, detail=None, declared_type=_declared(ref),
+        signature=signature, width=result.width, height=result.height, mode=result.mode,
+        content_hash=result.sha256, png_bytes=len(result.png), stream_bytes=len(raw),
+        started_at=started, finished_at=iso(utc_now()), notes=notes,
     )  # fmt: skip
     return Processed(outcome, result.png)
 
@@ -226,9 +228,16 @@ def hidden_outcome(ref: ImageRef) -> ImageOutcome:
     dictionary declares, and why it is hidden."""
     now = iso(utc_now())
     return ImageOutcome(
-        ref.page, ref.index, "hidden", None, None, _declared(ref), None, ref.width, ref.height,
-        None, None, 0, 0, now, now, ref.origin, ref.xref, hidden=ref.hidden,
+        **_place(ref), state="hidden", reason=None, detail=None, declared_type=_declared(ref),
+        signature=None, width=ref.width, height=ref.height, mode=None, content_hash=None,
+        png_bytes=0, stream_bytes=0, started_at=now, finished_at=now,
     )  # fmt: skip
+
+
+def _place(ref: ImageRef) -> dict:
+    """Where the draw is, on the record from the start: page, index, origin, xref, hidden."""
+    return {"page": ref.page, "index": ref.index, "origin": ref.origin, "xref": ref.xref,
+            "hidden": ref.hidden}  # fmt: skip
 
 
 def _declared(ref: ImageRef) -> str:

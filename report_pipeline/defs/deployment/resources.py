@@ -145,11 +145,14 @@ class PipelineSettingsResource(dg.ConfigurableResource):
 
     def settings(self) -> PipelineSettings:
         limits = Limits(
-            self.max_report_bytes, self.max_pages, self.max_image_stream_bytes,
-            self.max_image_pixels, self.max_image_side, self.refuse_repaired,
-            self.refuse_encrypted, self.archive_hidden,
+            max_report_bytes=self.max_report_bytes, max_pages=self.max_pages,
+            max_image_stream_bytes=self.max_image_stream_bytes,
+            max_image_pixels=self.max_image_pixels, max_image_side=self.max_image_side,
+            refuse_repaired=self.refuse_repaired, refuse_encrypted=self.refuse_encrypted,
+            archive_hidden=self.archive_hidden,
         )  # fmt: skip
-        retention = RetentionPolicy(self.work_minutes, self.archive_days, self.lease_minutes)
+        retention = RetentionPolicy(work_minutes=self.work_minutes, archive_days=self.archive_days,
+                                    lease_minutes=self.lease_minutes)  # fmt: skip
         root = root_path(self.work_root, "settings.work_root")
         decode = DecodeSettings(
             processes=self.decoders, memory_bytes=self.decoder_memory_mib * 2**20,
