@@ -116,9 +116,13 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
     ) -> None:  # fmt: skip
         """Interpret `stream` (a form, pattern, soft mask or glyph) with its own resources,
         falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
-        graphics state (None: a copy of the current one; a glyph's is fresh)."""
+        graphics state (None: a copy of the current one; a glyph's is fresh). One that is not a
+        stream (a dictionary, direct or by reference) draws nothing: MuPDF fails to open it and
+        goes on with the next operator, having lost nothing it could draw."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
+            return
+        if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return
         if len(self.path) >= MAX_NESTING:
             self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")

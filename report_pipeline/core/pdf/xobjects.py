@@ -5,8 +5,12 @@ An image is a paint: under a soft mask it runs the mask first (unless it has a m
 MuPDF then skips the soft mask), and a stencil mask paints with the fill, a pattern's too
 (`paints`). A form runs with a copy of the graphics state; a transparency group paints once
 under the soft mask, and its content runs without it. An XObject whose own /OC is off draws
-hidden (`visibility`). A mixin for `drawn.DrawFinder`, which provides `_lookup`, `_record` and
-`run`.
+hidden (`visibility`). An image XObject that is not a stream (a dictionary without data,
+direct or by reference) draws nothing: MuPDF's renderer cannot load it ("object is not a
+stream") and moves on to the next operator, so it is no record, and no mask runs for it. A form,
+pattern, soft-mask group or glyph procedure that is not a stream runs nothing either
+(`drawn.DrawFinder.run`). A mixin for `drawn.DrawFinder`, which provides `_lookup`, `_record`
+and `run`.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ class XObjects:
     @guarded
     def op_Do_image(self, ctx, name, image) -> None:
         obj = self._lookup("XObject", name)
-        own_mask = obj is not None and mupdf.pdf_is_dict(
+        if obj is None or not mupdf.pdf_is_stream(obj):  # MuPDF cannot load it: nothing drawn
+            return
+        own_mask = mupdf.pdf_is_dict(
             mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_SMask, mupdf.PDF_ENUM_NAME_Mask)
         )
-        stencil = obj is not None and mupdf.pdf_dict_get_bool(obj, mupdf.PDF_ENUM_NAME_ImageMask)
+        stencil = mupdf.pdf_dict_get_bool(obj, mupdf.PDF_ENUM_NAME_ImageMask)
         with self.hidden_as(self.hidden_with(obj)):
-            self._image("xobject", mupdf.pdf_to_num(obj) if obj else 0, None, own_mask, stencil)
+            self._image("xobject", mupdf.pdf_to_num(obj), None, own_mask, stencil)
 
     @guarded
     def op_BI(self, ctx, image, colorspace_name) -> None:
