@@ -1,6 +1,7 @@
 """One record per paint (issue 30 item 3): a tiling pattern's image counts each time a paint uses
-the pattern, never when `scn` only selects it, and a soft mask's image with each paint under the
-mask. Compared page by page with MuPDF's drawing device on pattern_paints.pdf
+the pattern and MuPDF runs its cell (not for an area on a cell boundary or under a pattern
+matrix that cannot be inverted), never when `scn` only selects it, and a soft mask's image with
+each paint under the mask. Compared page by page with MuPDF's drawing device on pattern_paints.pdf
 (fixtures/_paints.py), whose counts poppler cannot give (it lists no pattern images, and a soft
 mask's image once per `gs`)."""
 
@@ -54,6 +55,27 @@ def test_what_paints_and_what_only_changes_state(content, drawn, tmp_path):
         doc.save(tmp_path / "page.pdf")
     with pymupdf.open(tmp_path / "page.pdf") as doc:
         assert len(page_images(doc, 1)) == mupdf_draws(doc[0]) == drawn
+
+
+@pytest.mark.parametrize(
+    ("content", "drawn"),
+    [(b"0 0 0 0 re f", 0), (b"0 0 m 5 0 l f", 0), (b"10 0 m 10 5 l f", 0),  # on edges
+     (b"5 5 0 0 re f", 1), (b"5 0 m 5 5 l f", 1),  # a zero-area path inside a cell, a line
+     (b"0 0 m 50 0 l f", 1),  # on an edge, but over more than a step: a tile, run once
+     (b"f", 1), (b"9 9 m f", 1),  # no segment: MuPDF paints it as a tile
+     (b"q 0 0 0 0 0 0 cm 0 0 50 50 re f Q", 0),  # a singular ctm: the area is one point
+     (b"q 1 0 0 1 0.5 0.5 cm 0 0 0 0 re f Q", 1),  # moved off the edge
+     (b"0 0 0 0 re 0 w S", 1), (b"0 0 0 0 re W n", 0)],  # a stroke has a width; a clip paints
+)  # fmt: skip
+def test_a_paint_whose_cell_mupdf_does_not_run_is_no_record(content, drawn, tmp_path):
+    """The pattern /P (10x10 cells from the origin) over page 1 of the fixture, against MuPDF:
+    MuPDF runs the cell 0 times for an area that lies on a cell boundary."""
+    with pymupdf.open(fixture_pdf(NAME)) as doc:
+        doc.update_stream(doc[0].get_contents()[0], b"/Pattern cs /P scn /Pattern CS /P SCN "
+                          + content)  # fmt: skip
+        doc.save(tmp_path / "page.pdf")
+    with pymupdf.open(tmp_path / "page.pdf") as doc:
+        assert len(page_images(doc, 1)) == min(mupdf_draws(doc[0]), 1) == drawn
 
 
 def test_the_report_archives_one_record_per_paint_and_is_complete(run_fixture):

@@ -13,12 +13,13 @@ images are MuPDF's parsed objects.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.model.records import PageStreams
+from report_pipeline.core.pdf import tiles
 from report_pipeline.core.pdf.breaks import Streams, label, parts
 from report_pipeline.core.pdf.callbacks import entry, guarded
 from report_pipeline.core.pdf.paints import FRESH, Paint, Paints
@@ -135,14 +136,19 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         key = self.replay_key(kind, stream, resources, inner)  # a pattern's or soft mask's
         if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
             return
+        if kind in ("form", "softmask"):  # MuPDF clips to its box: a path of its own, painted
+            self.path_ops, self.begun = [], False
+            if inner.ctm is not None:  # its /Matrix, then the ctm
+                inner = replace(inner, ctm=tiles.concat(xobject_matrix(stream), inner.ctm))
         with self.recorded(key, (stream, resources, inner, self.font)):
             self._run(kind, number, stream, resources, inner)
 
     def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
-        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts)
+        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts, self.base)
         self.paint, self.saved_paints, self.text, self.saved_fonts = paint, [], None, []
+        self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -150,7 +156,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         finally:
             self.active.pop()
             self.path.pop()
-            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts = outer
+            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts, self.base = outer
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -203,6 +209,9 @@ def page_draws(
     page = doc[page_number - 1]
     pdf_page = mupdf.pdf_page_from_fz_page(page.this)
     finder = DrawFinder(pdf_page.doc(), limit)
+    start = replace(FRESH, ctm=page_transform(pdf_page))  # as fz_run_page starts a page
+    finder.paint = start
+    finder.base = start.ctm
     contents = mupdf.pdf_page_contents(pdf_page)
     if contents.m_internal:
         _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
@@ -210,7 +219,7 @@ def page_draws(
         if not finder.invoke():
             break
         finder.path.append("annotation")
-        finder.paint, finder.saved_paints, finder.text = FRESH, [], None
+        finder.paint, finder.saved_paints, finder.text = start, [], None
         try:
             finder.annotation(annot)
         finally:
@@ -221,6 +230,19 @@ def page_draws(
     if finder.stopped:
         raise WalkLimit(*finder.stopped)
     return finder.draws, finder.streams.verdicts()
+
+
+def page_transform(pdf_page: mupdf.PdfPage) -> tiles.Matrix:
+    """The page's base transform, to the device space of fz_run_page with the identity."""
+    ctm = mupdf.FzMatrix()
+    mupdf.pdf_page_transform(pdf_page, mupdf.FzRect(), ctm)
+    return (ctm.a, ctm.b, ctm.c, ctm.d, ctm.e, ctm.f)
+
+
+def xobject_matrix(xobject: mupdf.PdfObj) -> tiles.Matrix:
+    """A form's /Matrix as MuPDF reads it (pdf_xobject_matrix: the identity when there is none)."""
+    m = mupdf.pdf_dict_get_matrix(xobject, mupdf.PDF_ENUM_NAME_Matrix)
+    return (m.a, m.b, m.c, m.d, m.e, m.f)
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:

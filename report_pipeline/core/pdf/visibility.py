@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from pymupdf import mupdf
 
+from report_pipeline.core.pdf import tiles
 from report_pipeline.core.pdf.callbacks import guarded
 
 OPTIONAL_CONTENT_OFF = "optional_content_off"
@@ -115,8 +117,15 @@ class Visibility:
                 if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
                     appearance = mupdf.pdf_annot_ap(annot)
                     if appearance.m_internal:
+                        self._placed(annot)  # as MuPDF's processor places a shown one
                         self.form(appearance)
             else:
                 self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
             self.hiding = []
+
+    def _placed(self, annot: mupdf.PdfAnnot) -> None:
+        """The transformation MuPDF's processor sets (`cm`) before an annotation's appearance."""
+        m, ctm = mupdf.pdf_annot_transform(annot), self.paint.ctm
+        placed = (m.a, m.b, m.c, m.d, m.e, m.f)
+        self.paint = replace(self.paint, ctm=None if ctm is None else tiles.concat(placed, ctm))

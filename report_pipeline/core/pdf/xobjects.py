@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from pymupdf import mupdf
 
+from report_pipeline.core.pdf import tiles
 from report_pipeline.core.pdf.callbacks import guarded
 
 
@@ -46,8 +47,14 @@ class XObjects:
         if not own_mask:
             self.mask_paint()
         self._record(kind, xref, inline)
-        if stencil:
-            self.pattern_paint(fill=True, stroke=False)
+        if stencil:  # the mask's box: the unit square, placed by the transformation
+            ctm = self.paint.ctm
+            box = (
+                None
+                if ctm is None
+                else ("box", tiles.transform_rect(tiles.UNIT, tiles.placed(ctm)))
+            )
+            self.pattern_paint(fill=True, stroke=False, shape=box)
 
     @guarded
     def op_Do_form(self, ctx, name, form) -> None:
