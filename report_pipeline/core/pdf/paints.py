@@ -7,9 +7,9 @@ for an area that spans a step of the pattern or more, else once per cell the are
 times for an area that lies on a cell boundary (a zero-area path, or a pattern whose matrix
 cannot be inverted, whose cells start on the pattern space's origin: `tiles`). Where the area
 is known (a path filled or stroked, a stencil mask: the walk follows the transformation matrix,
-the line width, join and miter limit, and the path), a paint whose cell MuPDF does not run is
-no record; where it is not (text, a Type3 glyph's content, a stroke inside a pattern's cell),
-the paint counts, unless a pattern matrix that cannot be inverted decides alone. And an
+the line width, join and miter limit, and the path), a paint counts as many times as MuPDF
+runs the cell: 0, 1, 2 or 4; where it is not (text, a Type3 glyph's content, a stroke inside a
+pattern's cell), once, unless a pattern matrix that cannot be inverted decides alone. And an
 ExtGState's soft mask (`/SMask` with a group `/G`) when a paint happens under it: a path, a text
 flush, an image without a mask of its own, a shading, a transparency group (once, around its
 content). So a pattern painted three times is three records of its image, one selected and
@@ -122,8 +122,7 @@ class Paints:
                 inner = replace(self.paint, softmask=None, ctm=cell, line=None, **{which: None})
                 if uncolored:  # drawn in the colour of the paint: neither material is a pattern
                     inner = replace(inner, fill=None, stroke=None)
-                # one record per paint where MuPDF runs the cell more than once (docs/operate.md)
-                for _ in range(1 if runs is None else min(runs, 1)):
+                for _ in range(1 if runs is None else runs):  # replays after the first
                     self.run("pattern", *pattern, inner)
 
     def _runs(self, pattern: mupdf.PdfObj, base: Matrix | None, shape) -> tuple:
