@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[2]
 SMALL_PDF = "fixtures/pdfs/image_paths.pdf"  # 9 pages, 12 draws: every way a page draws
 SMALLEST = {  # module -> its arguments at the smallest size (then `--out <folder>`)

@@ -24,6 +24,8 @@ from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.conftest import FIXTURES
 from report_pipeline_tests.refusals import UNUSABLE
 
+pytestmark = pytest.mark.slow
+
 REFUSED = {  # fixtures that are refused whole, with the code that accounts for them
     **UNUSABLE,
     **walks.REASONS,  # the page walk stops at a limit: nothing is archived

@@ -29,12 +29,14 @@ def loaded_after_import(*modules: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.slow
 def test_the_retention_side_imports_no_pdf_stack():
     assert len(RETENTION_SIDE) >= 10
     modules = [f"report_pipeline.core.{name}" for name in RETENTION_SIDE]
     assert not loaded_after_import(*modules) & set(PDF_STACK)
 
 
+@pytest.mark.slow
 def test_the_settings_module_imports_no_pdf_stack():
     assert not loaded_after_import("report_pipeline.core.model.settings") & set(PDF_STACK)
 

@@ -114,6 +114,7 @@ def with_md5(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**c, "md5": "0" * 32} if c["object_key"] else c for c in children]
 
 
+@pytest.mark.slow
 def test_the_pipeline_writes_the_schema_1_shape_plus_md5s_and_the_sources_facts(store, run_fixture):
     manifest = run_fixture("truncated_jpeg.pdf")
     report_id, revision = manifest.report_id, manifest.parent_revision
