@@ -44,8 +44,9 @@ IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and ar
 # Every job's executor is set once, on the Definitions (jobs inherit it): `executor_for()`.
 # The executor also sets the default task size (`settings.target_task_units`), at load.
 # The default in every deployment: in-process, steps are cheap (docs/performance.md) and months
-# run concurrently as separate runs through the run queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead, and
-# REPORT_PIPELINE_EXECUTOR=k8s runs each in its own Kubernetes pod (production only, both).
+# run concurrently as separate runs through the run queue. REPORT_PIPELINE_EXECUTOR=celery sends
+# each step to a Celery worker instead, and REPORT_PIPELINE_EXECUTOR=k8s runs each in its own
+# Kubernetes pod (production only, both).
 EXECUTOR = dg.in_process_executor
 EXECUTOR_ENV = "REPORT_PIPELINE_EXECUTOR"
 IN_PROCESS, CELERY, K8S = "in_process", "celery", "k8s"
