@@ -88,6 +88,7 @@ lint: setup
 bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm and cold), janitor scaling, sensor ticks, backfill throughput
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
+	$(UV) run python -m bench.s3_latency
 	$(UV) run python -m bench.cold
 	$(UV) run python -m bench.run_worker
 	$(UV) run python -m bench.janitor
