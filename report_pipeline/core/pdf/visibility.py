@@ -9,8 +9,9 @@ with "View": the document's default configuration, its intents and usage diction
 annotation flags MuPDF's renderer honours:
 
 - `optional_content_off`: drawn inside marked content (`/OC /L BDC … EMC`) whose optional
-  content group or membership dictionary is off, by an image or form XObject whose own /OC is
-  off, or by an annotation whose /OC is off;
+  content group or membership dictionary is off, by an image or form XObject drawn (`Do`) with
+  its own /OC off, or by an annotation whose /OC is off (MuPDF tests an XObject's /OC at a
+  `Do` only: an annotation's appearance is drawn whatever its own /OC says);
 - `annotation_hidden`: in the appearance of an annotation flagged Invisible (1), Hidden (2) or
   NoView (32). MuPDF's renderer never looks at the first two, so their normal appearance is
   run here.
@@ -115,7 +116,7 @@ class Visibility:
                 if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
                     appearance = mupdf.pdf_annot_ap(annot)
                     if appearance.m_internal:
-                        self.form(appearance)
+                        self.form(appearance, appearance=True)
             else:
                 self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
