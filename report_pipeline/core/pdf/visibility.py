@@ -102,9 +102,13 @@ class Visibility:
 
     # -- annotations ----------------------------------------------------------------------
     def annotation(self, annot: mupdf.PdfAnnot) -> None:
-        """Run an annotation's appearance as MuPDF's renderer runs it (a processor of its own:
-        no marked content carried over from the page), with the reason a viewer hides it."""
+        """Run an annotation's appearance as MuPDF's renderer runs it (`pdf_run_annot`: a
+        processor of its own, no marked content carried over from the page), with the reason a
+        viewer hides it. A widget that is no form field (no /FT or no /T, itself or inherited)
+        is never drawn: no record."""
         obj = mupdf.pdf_annot_obj(annot)
+        if not drawn_widget(obj):
+            return
         flags = mupdf.pdf_dict_get_int(obj, mupdf.PDF_ENUM_NAME_F)
         reason = ANNOTATION_HIDDEN if flags & (_INVISIBLE | _HIDDEN | _NO_VIEW) else ""
         if not reason and self.off(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_OC)):
@@ -121,3 +125,15 @@ class Visibility:
                 self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
             self.hiding = []
+
+
+def drawn_widget(obj: mupdf.PdfObj) -> bool:
+    """False for a widget annotation MuPDF's renderer never draws: one without a field type
+    (/FT) or a field name (/T), itself or inherited from its parent fields; True otherwise."""
+    subtype = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype)
+    if not mupdf.pdf_name_eq(subtype, mupdf.PDF_ENUM_NAME_Widget):
+        return True
+    return all(
+        mupdf.pdf_dict_get_inheritable(obj, key).m_internal
+        for key in (mupdf.PDF_ENUM_NAME_FT, mupdf.PDF_ENUM_NAME_T)
+    )
