@@ -104,8 +104,10 @@ class Visibility:
     def annotation(self, annot: mupdf.PdfAnnot) -> None:
         """Run an annotation's appearance as MuPDF's renderer runs it (`pdf_run_annot`: a
         processor of its own, no marked content carried over from the page), with the reason a
-        viewer hides it. A widget that is no form field (no /FT or no /T, itself or inherited)
-        is never drawn: no record."""
+        viewer hides it. The appearance is the one MuPDF's renderer draws: the one it made when
+        it loaded the page, where it made one (a form that asks for new appearances, an unsigned
+        signature field, an annotation without one), else the file's. A widget that is no form
+        field (no /FT or no /T, itself or inherited) is never drawn: no record."""
         obj = mupdf.pdf_annot_obj(annot)
         if not drawn_widget(obj):
             return
@@ -115,6 +117,7 @@ class Visibility:
             reason = OPTIONAL_CONTENT_OFF
         self.marked_off = 0
         self.hiding = [reason] if reason else []
+        mupdf.pdf_annot_push_local_xref(annot)  # MuPDF's own appearances, as its renderer
         try:
             if flags & (_INVISIBLE | _HIDDEN):  # MuPDF's processor would not look at it
                 if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
@@ -124,6 +127,7 @@ class Visibility:
             else:
                 self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
+            mupdf.pdf_annot_pop_local_xref(annot)
             self.hiding = []
 
 
