@@ -13,6 +13,7 @@ import pytest
 
 from fixtures._appearances import APPEARANCE_PAGES, annotation_appearances
 from fixtures._verify_draws import mupdf_draws
+from report_pipeline.core.pdf import drawn
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -45,3 +46,23 @@ def test_the_stored_appearances_mupdf_replaces_or_never_draws_are_no_records(run
         (9, "archived", ""), (10, "hidden", "optional_content_off")
     ]  # fmt: skip
     assert all(p.state == "complete" for p in manifest.pages)
+
+
+def test_an_appearance_mupdf_made_that_cannot_draw_an_image_is_not_run(monkeypatch):
+    """MuPDF makes an appearance for every field of a form that asks for new ones (300,000 in a
+    hostile form): one without an operator that can draw an image is not run, a stored one is."""
+    runs: list[str] = []
+    real = drawn.DrawFinder.run
+
+    def counted(self, kind, stream, *rest):
+        runs.append(kind)
+        return real(self, kind, stream, *rest)
+
+    monkeypatch.setattr(drawn.DrawFinder, "run", counted)
+    with pymupdf.open(fixture_pdf(NAME)) as doc:
+        for page in range(1, 6):  # MuPDF's own appearances, none of which draws an image
+            assert page_images(doc, page) == []
+    assert runs == []
+    with pymupdf.open(stream=annotation_appearances(as_stored=True), filetype="pdf") as twin:
+        assert len(page_images(twin, 1)) == 1  # the stored appearance, run
+    assert runs == ["form"]

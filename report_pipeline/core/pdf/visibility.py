@@ -35,6 +35,9 @@ OPTIONAL_CONTENT_OFF = "optional_content_off"
 ANNOTATION_HIDDEN = "annotation_hidden"
 USAGE = "View"  # the renderer's usage for a page on screen
 _INVISIBLE, _HIDDEN, _NO_VIEW = 1, 2, 32  # annotation flags (/F)
+# operators (as bytes anywhere in a stream: `scn`, `SCN` too) by which a stream run in a fresh
+# graphics state may draw an image, but for a Type3 font's glyphs (`Tf`)
+_IMAGE_OPERATORS = (b"Do", b"BI", b"sc", b"SC", b"gs")
 
 
 class Visibility:
@@ -44,6 +47,8 @@ class Visibility:
         # blocks open, and it carries into the forms, patterns and masks run from there
         self.marked_off = 0
         self.hiding: list[str] = []  # why the streams being run are hidden (a form's own /OC)
+        self.type3_fonts: dict[int, bool] = {}  # font object -> a Type3 font (annotations)
+        self.page_type3: bool | None = None  # the page's resources name a Type3 font
         for op in ("op_BDC", "op_BMC", "op_EMC"):
             getattr(self, f"use_virtual_{op}")()
 
@@ -119,6 +124,8 @@ class Visibility:
         self.hiding = [reason] if reason else []
         mupdf.pdf_annot_push_local_xref(annot)  # MuPDF's own appearances, as its renderer
         try:
+            if self.made_without_images(annot):
+                return
             if flags & (_INVISIBLE | _HIDDEN):  # MuPDF's processor would not look at it
                 if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
                     appearance = mupdf.pdf_annot_ap(annot)
@@ -129,6 +136,43 @@ class Visibility:
         finally:
             mupdf.pdf_annot_pop_local_xref(annot)
             self.hiding = []
+
+    def made_without_images(self, annot: mupdf.PdfAnnot) -> bool:
+        """True when the annotation's appearance is one MuPDF made (no object of the file: read
+        with the annotation's local xref pushed) and it cannot draw an image: none of the
+        operators that can (`_IMAGE_OPERATORS`), and no Type3 font in its resources or the
+        page's for a `Tf`. Running it would add no record and cannot break off, at a cost:
+        MuPDF makes one for every field of a form that asks for new appearances."""
+        try:
+            appearance = mupdf.pdf_annot_ap(annot)
+            if not appearance.m_internal or not mupdf.pdf_is_local_object(self.doc, appearance):
+                return False
+            content = mupdf.fz_buffer_extract(mupdf.pdf_load_stream(appearance))
+            if any(operator in content for operator in _IMAGE_OPERATORS):
+                return False
+            if b"Tf" not in content:
+                return True
+            if self.page_type3 is None:
+                self.page_type3 = self.type3(mupdf.pdf_page_resources(mupdf.pdf_annot_page(annot)))
+            return not (self.page_type3 or self.type3(mupdf.pdf_xobject_resources(appearance)))
+        except mupdf.FzErrorBase:  # judged where it runs
+            return False
+
+    def type3(self, resources: mupdf.PdfObj) -> bool:
+        """`resources` name a Type3 font (each font object looked at once a page)."""
+        fonts = mupdf.pdf_dict_get(resources, mupdf.PDF_ENUM_NAME_Font)
+        for i in range(mupdf.pdf_dict_len(fonts)):
+            font = mupdf.pdf_dict_get_val(fonts, i)
+            number = mupdf.pdf_to_num(font)
+            known = self.type3_fonts.get(number) if number else None
+            if known is None:
+                subtype = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_Subtype)
+                known = bool(mupdf.pdf_name_eq(subtype, mupdf.PDF_ENUM_NAME_Type3))
+                if number:
+                    self.type3_fonts[number] = known
+            if known:
+                return True
+        return False
 
 
 def drawn_widget(obj: mupdf.PdfObj) -> bool:
