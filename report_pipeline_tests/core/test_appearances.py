@@ -36,6 +36,7 @@ def test_a_pages_records_are_the_appearance_mupdf_draws(page):
         assert not any(ref.hidden for ref in refs)
 
 
+@pytest.mark.slow
 def test_the_stored_appearances_mupdf_replaces_or_never_draws_are_no_records(run_fixture):
     manifest = run_fixture(NAME)
     assert manifest.state == "complete"
