@@ -85,7 +85,7 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm and cold), janitor scaling, sensor ticks, backfill throughput
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm, cold and with S3 latency), janitor scaling, sensor ticks, backfill throughput
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
 	$(UV) run python -m bench.s3_latency

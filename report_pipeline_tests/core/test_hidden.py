@@ -18,6 +18,7 @@ from report_pipeline.core.checks import month_checks
 from report_pipeline.core.decode import child as decode_child
 from report_pipeline.core.decode.child import decode_in_process
 from report_pipeline.core.model import store_json
+from report_pipeline.core.model.records import SCHEMA_VERSION
 from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
@@ -130,7 +131,7 @@ def test_show_and_the_table_say_what_is_hidden_and_old_manifests_keep_their_byte
         "optional_content_off": 8, "annotation_hidden": 3
     }  # fmt: skip
     document = store_json.manifest_to_json(manifest)
-    assert document["counts"]["hidden"] == HIDDEN and document["schema_version"] == 5
+    assert document["counts"]["hidden"] == HIDDEN and document["schema_version"] == SCHEMA_VERSION
     assert store_json.manifest_from_json(document) == manifest
     shown = replace(manifest, children=(), counts=replace(manifest.counts, hidden=0),
                     pages=tuple(replace(p, hidden=0) for p in manifest.pages))  # fmt: skip
