@@ -26,6 +26,8 @@ from report_pipeline.core.validate.quarantine import Quarantined
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_image_classes import child_on, mupdf_pixels, run_once
 
+pytestmark = pytest.mark.slow
+
 NAME = "colour_cases.pdf"
 CASES = list(_colour.COLOUR_CASES)
 ARCHIVED = [name for name, outcome in _colour.OUTCOMES.items() if outcome[0] == "archived"]

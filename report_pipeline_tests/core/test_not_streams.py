@@ -14,6 +14,7 @@ from fixtures._verify_draws import mupdf_draws
 from report_pipeline.core.pdf.pages import walk_page
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow  # runs the pipeline
 NAME = "not_streams.pdf"
 
 

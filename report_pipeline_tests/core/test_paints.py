@@ -23,6 +23,8 @@ from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 NAME = "pattern_paints.pdf"
 
 

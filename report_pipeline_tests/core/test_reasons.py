@@ -13,6 +13,8 @@ from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
 from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 
+pytestmark = pytest.mark.slow
+
 
 def test_each_case_gets_the_reason_that_names_its_flaw(run_fixture):
     manifest = run_fixture("misleading_reasons.pdf")

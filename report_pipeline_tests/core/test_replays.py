@@ -16,6 +16,8 @@ from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.pdf import drawn
 from report_pipeline.core.pdf.replays import Replays
 
+pytestmark = pytest.mark.slow
+
 
 def walked(data: bytes, content: bytes):
     """The page's draws (origin, xref, why hidden) and broken streams, or the walk's refusal."""

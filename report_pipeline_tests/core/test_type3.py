@@ -29,6 +29,7 @@ def test_a_glyph_procedure_is_a_path_only_when_its_character_is_shown(content, d
     assert [r.origin for r in refs] == ["type3/xobject"] * drawn
 
 
+@pytest.mark.slow
 def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(run_fixture):
     """type3_cases.pdf (fixtures/_type3.py): two direct font dictionaries each showing `a`; a
     /BaseEncoding without /Differences; a font set by `gs`. Every glyph image is a record."""

@@ -4,13 +4,13 @@ record, each form runs its content.
 An image is a paint: under a soft mask it runs the mask first (unless it has a mask of its own:
 MuPDF then skips the soft mask), and a stencil mask paints with the fill, a pattern's too
 (`paints`). A form runs with a copy of the graphics state; a transparency group paints once
-under the soft mask, and its content runs without it. An XObject whose own /OC is off draws
-hidden (`visibility`). An image XObject that is not a stream (a dictionary without data,
-direct or by reference) draws nothing: MuPDF's renderer cannot load it ("object is not a
-stream") and moves on to the next operator, so it is no record, and no mask runs for it. A form,
-pattern, soft-mask group or glyph procedure that is not a stream runs nothing either
-(`drawn.DrawFinder.run`). A mixin for `drawn.DrawFinder`, which provides `_lookup`, `_record`
-and `run`.
+under the soft mask, and its content runs without it. An XObject drawn by `Do` whose own /OC is
+off draws hidden (`visibility`); an annotation's appearance is no `Do`. An image XObject that
+is not a stream (a dictionary without data, direct or by reference) draws nothing: MuPDF's
+renderer cannot load it ("object is not a stream") and moves on to the next operator, so it is
+no record, and no mask runs for it. A form, pattern, soft-mask group or glyph procedure that is
+not a stream runs nothing either (`drawn.DrawFinder.run`). A mixin for `drawn.DrawFinder`,
+which provides `_lookup`, `_record` and `run`.
 """
 
 from __future__ import annotations
@@ -58,12 +58,14 @@ class XObjects:
 
     @guarded
     def op_Do_form(self, ctx, name, form) -> None:
-        self.form(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)))
+        # no name: an annotation's appearance (pdf_process_annot), not a `Do`
+        self.form(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)), appearance=name is None)
 
-    def form(self, form: mupdf.PdfObj) -> None:
+    def form(self, form: mupdf.PdfObj, appearance: bool = False) -> None:
         """A form runs with a copy of the graphics state; a transparency group paints once
-        under the soft mask, and its content runs without it."""
-        with self.hidden_as(self.hidden_with(form)):
+        under the soft mask, and its content runs without it. Its own /OC hides it at a `Do`
+        only: MuPDF's renderer draws an annotation's `appearance` whatever its /OC says."""
+        with self.hidden_as(self.hidden if appearance else self.hidden_with(form)):
             paint = None
             if mupdf.pdf_xobject_transparency(form):
                 self.mask_paint()
