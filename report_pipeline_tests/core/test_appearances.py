@@ -13,7 +13,7 @@ import pytest
 
 from fixtures._appearances import APPEARANCE_PAGES, annotation_appearances
 from fixtures._verify_draws import mupdf_draws
-from report_pipeline.core.pdf import drawn
+from report_pipeline.core.draws import drawn
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 

@@ -1,4 +1,4 @@
-"""Whether a content stream's operators parse to its end (core/pdf/operators.py): plain bytes
+"""Whether a content stream's operators parse to its end (core/draws/operators.py): plain bytes
 in, where it was cut off out. `short`: the stream's filter said its data ended early."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from report_pipeline.core.pdf.operators import cut_off
+from report_pipeline.core.draws.operators import cut_off
 
 DRAW = b"q 9 0 0 9 0 0 cm /A Do Q\n"
 

@@ -43,7 +43,7 @@ class ImageOutcome:
     # or not applied, core/validate/icc.py); "" when nothing
     notes: str = ""
     # why a viewer does not show it (optional_content_off, annotation_hidden:
-    # core/pdf/visibility.py); "" when it is shown
+    # core/draws/visibility.py); "" when it is shown
     hidden: str = ""
 
     def __post_init__(self) -> None:

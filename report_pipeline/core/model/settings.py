@@ -29,7 +29,7 @@ class Limits:
     # viewer; only its permission flags differ) is refused as `encrypted` too
     refuse_encrypted: bool = False
     # True: images a viewer does not show (optional content that is off, hidden or NoView
-    # annotations: core/pdf/visibility.py) are decoded and archived like the rest, each
+    # annotations: core/draws/visibility.py) are decoded and archived like the rest, each
     # record still saying why it is hidden; False: they are records of state `hidden`, never read
     archive_hidden: bool = False
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import breaks
+from report_pipeline.core.draws.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
+from report_pipeline.core.draws.operators import cut_off
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.pdf import breaks
-from report_pipeline.core.pdf.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
-from report_pipeline.core.pdf.operators import cut_off
 from report_pipeline.core.pdf.pages import (
     MAX_DRAWS_PER_REPORT,
     Draws,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pymupdf import mupdf
 
-from report_pipeline.core.pdf.callbacks import entry, guarded
+from report_pipeline.core.draws.callbacks import entry, guarded
 
 
 class Type3Glyphs:

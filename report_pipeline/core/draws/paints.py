@@ -31,10 +31,10 @@ from dataclasses import dataclass, replace
 
 from pymupdf import mupdf
 
-from report_pipeline.core.pdf import tiles
-from report_pipeline.core.pdf.callbacks import guarded
-from report_pipeline.core.pdf.replays import identity
-from report_pipeline.core.pdf.tiles import Matrix, Rect
+from report_pipeline.core.draws import tiles
+from report_pipeline.core.draws.callbacks import guarded
+from report_pipeline.core.draws.replays import identity
+from report_pipeline.core.draws.tiles import Matrix, Rect
 
 Stream = tuple[mupdf.PdfObj, mupdf.PdfObj | None]  # a pattern or mask group, and its resources
 TEXT = object()  # a paint's area that is not followed (a text object's glyphs): may be infinite

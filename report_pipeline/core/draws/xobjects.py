@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from pymupdf import mupdf
 
-from report_pipeline.core.pdf import tiles
-from report_pipeline.core.pdf.callbacks import guarded
+from report_pipeline.core.draws import tiles
+from report_pipeline.core.draws.callbacks import guarded
 
 
 class XObjects:

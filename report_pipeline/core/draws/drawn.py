@@ -18,15 +18,15 @@ from dataclasses import dataclass, replace
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import tiles
+from report_pipeline.core.draws.breaks import Streams, label, parts
+from report_pipeline.core.draws.callbacks import entry, guarded
+from report_pipeline.core.draws.paints import FRESH, Paint, Paints
+from report_pipeline.core.draws.replays import Replays
+from report_pipeline.core.draws.type3 import Type3Glyphs
+from report_pipeline.core.draws.visibility import Visibility
+from report_pipeline.core.draws.xobjects import XObjects
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.pdf import tiles
-from report_pipeline.core.pdf.breaks import Streams, label, parts
-from report_pipeline.core.pdf.callbacks import entry, guarded
-from report_pipeline.core.pdf.paints import FRESH, Paint, Paints
-from report_pipeline.core.pdf.replays import Replays
-from report_pipeline.core.pdf.type3 import Type3Glyphs
-from report_pipeline.core.pdf.visibility import Visibility
-from report_pipeline.core.pdf.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
 # Streams run for one page (forms, glyph procedures and annotations each time they are drawn, a
@@ -70,7 +70,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
         self.resources: list[mupdf.PdfObj] = []
         self.overflow = False
-        self.streams = Streams()  # which content streams broke off (core/pdf/breaks.py)
+        self.streams = Streams()  # which content streams broke off (core/draws/breaks.py)
         self.invocations = 0
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
