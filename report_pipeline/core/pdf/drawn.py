@@ -21,7 +21,7 @@ from pymupdf import mupdf
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.pdf.breaks import Streams, label, parts
 from report_pipeline.core.pdf.callbacks import entry, guarded
-from report_pipeline.core.pdf.paints import FRESH, Paint, Paints
+from report_pipeline.core.pdf.paints import BASE, FRESH, Paint, Paints
 from report_pipeline.core.pdf.replays import Replays
 from report_pipeline.core.pdf.type3 import Type3Glyphs
 from report_pipeline.core.pdf.visibility import Visibility
@@ -112,11 +112,12 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
     # -- running streams -------------------------------------------------------------------
     def run(
         self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None,
-        paint: Paint | None = None,
+        paint: Paint | None = None, font: tuple | None = None,
     ) -> None:  # fmt: skip
         """Interpret `stream` (a form, pattern, soft mask or glyph) with its own resources,
         falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
-        graphics state (None: a copy of the current one; a glyph's is fresh)."""
+        graphics state (None: a copy of the current one; a glyph's is fresh) and `font` (the
+        font and whether one is set; None: the current one; a glyph has none)."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
             return
@@ -128,17 +129,26 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
         inner = FRESH if kind == "type3" else paint or self.paint
-        key = self.replay_key(kind, stream, resources, inner)  # a pattern's or soft mask's
+        start = (None, False) if kind == "type3" else font or (self.font, self.fonted)
+        # the state a pattern selected inside starts from (`paints`: MuPDF's "gparent"): for a
+        # pattern's cell, the one it paints in; for anything else, its own first state
+        base = (self.paint.render, self.font, self.fonted) if kind == "pattern" else (
+            inner.render, *start)  # fmt: skip
+        key = self.replay_key(kind, stream, resources, inner, start, base)  # a pattern's or mask's
         if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
             return
-        with self.recorded(key, (stream, resources, inner, self.font)):
-            self._run(kind, number, stream, resources, inner)
+        with self.recorded(key, (stream, resources, inner, self.font, start, base)):
+            self._run(kind, number, stream, resources, inner, start, base)
 
-    def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
+    def _run(
+        self, kind: str, number: int, stream, resources, paint: Paint, font: tuple, base: tuple
+    ) -> None:
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
-        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts)
-        self.paint, self.saved_paints, self.text, self.saved_fonts = paint, [], None, []
+        outer = (self.paint, self.saved_paints, self.text, self.font, self.fonted,
+                 self.saved_fonts, self.base)  # fmt: skip
+        self.paint, self.saved_paints, self.text = paint, [], None
+        (self.font, self.fonted), self.saved_fonts, self.base = font, [], base
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -146,7 +156,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         finally:
             self.active.pop()
             self.path.pop()
-            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts = outer
+            (self.paint, self.saved_paints, self.text, self.font, self.fonted, self.saved_fonts,
+             self.base) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -207,6 +218,7 @@ def page_draws(
             break
         finder.path.append("annotation")
         finder.paint, finder.saved_paints, finder.text = FRESH, [], None
+        finder.font, finder.fonted, finder.saved_fonts, finder.base = None, False, [], BASE
         try:
             finder.annotation(annot)
         finally:
@@ -220,7 +232,10 @@ def page_draws(
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
+    """The page's content, in a state MuPDF saved before it: one `Q` too many restores that
+    fresh state (no pattern, soft mask or font); any more are ignored, as in a form."""
     finder.resources.append(resources)
+    finder.saved_paints, finder.saved_fonts = [FRESH], [(None, False)]
     finder.running(
         parts(contents),
         lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie),

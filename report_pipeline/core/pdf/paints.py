@@ -12,8 +12,12 @@ with MuPDF's drawing device).
 The graphics state that decides it (`Paint`) is saved and restored by q/Q, and each stream runs
 with a state of its own, as MuPDF runs it: a form with a copy of the current one, a pattern or
 a soft mask without the soft mask (and a pattern without the material it paints), a glyph or an
-annotation with a fresh one. Paint and colour operators call back into Python only once the
-page selects a pattern or a soft mask: before that, no paint can run anything.
+annotation with a fresh one. A pattern's cell shows its text in the text state (mode, font) the
+stream that selected it started with (MuPDF's "gparent": for a page, mode 0 and no font), not
+the current one (`base`). A page runs in a state MuPDF saved first: one `Q` too many restores
+it. Text shown with no font selected is nothing MuPDF paints. Paint and colour operators call
+back into Python only once the page selects a pattern or a soft mask: before that, no paint can
+run anything.
 
 A mixin for `drawn.DrawFinder`, which provides `run`, `resources` and `_lookup`.
 """
@@ -27,6 +31,10 @@ from pymupdf import mupdf
 from report_pipeline.core.pdf.callbacks import guarded
 
 Stream = tuple[mupdf.PdfObj, mupdf.PdfObj | None]  # a pattern or mask group, and its resources
+# the text state a stream starts with, or a pattern runs with: mode (Tr), font, a font is set
+TextState = tuple[int, mupdf.PdfObj | None, bool]
+BASE: TextState = (0, None, False)  # a page's, an annotation's, a glyph's
+Pattern = tuple[mupdf.PdfObj, mupdf.PdfObj | None, TextState]  # with the text state it runs in
 _FILLS, _STROKES = {0, 2, 4, 6}, {1, 2, 5, 6}  # text rendering modes that fill, that stroke
 # ExtGState entries MuPDF's renderer changes state for, flushing the text shown before
 _FLUSHED_BY = ("LW", "LC", "LJ", "ML", "D", "RI", "CA", "ca", "BM", "SMask", "OP", "op", "OPM",
@@ -43,8 +51,8 @@ _FOLLOWED = ("op_S", "op_s", "op_F", "op_f", "op_fstar", "op_B", "op_Bstar", "op
 class Paint:
     """What a paint runs besides itself."""
 
-    fill: Stream | None = None  # the tiling pattern fills paint with
-    stroke: Stream | None = None  # the tiling pattern strokes paint with
+    fill: Pattern | None = None  # the tiling pattern fills paint with
+    stroke: Pattern | None = None  # the tiling pattern strokes paint with
     softmask: Stream | None = None  # the soft mask's group, set by `gs`
     render: int = 0  # the text rendering mode (Tr)
 
@@ -54,6 +62,7 @@ FRESH = Paint()
 
 class Paints:
     paint: Paint = FRESH
+    base: TextState = BASE  # the text state the stream being run started with
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
@@ -85,11 +94,12 @@ class Paints:
         for used, which in ((fill, "fill"), (stroke, "stroke")):
             pattern = getattr(self.paint, which) if used else None
             if pattern is not None:
-                uncolored = mupdf.pdf_dict_get_int(pattern[0], mupdf.PDF_ENUM_NAME_PaintType) == 2
-                inner = replace(self.paint, softmask=None, **{which: None})
+                obj, resources, (render, *font) = pattern
+                uncolored = mupdf.pdf_dict_get_int(obj, mupdf.PDF_ENUM_NAME_PaintType) == 2
+                inner = replace(self.paint, softmask=None, render=render, **{which: None})
                 if uncolored:  # drawn in the colour of the paint: neither material is a pattern
                     inner = replace(inner, fill=None, stroke=None)
-                self.run("pattern", *pattern, inner)
+                self.run("pattern", obj, resources, inner, tuple(font))
 
     def flush_text(self) -> None:
         """The text shown since the last flush is painted now, in the mode it was shown in."""
@@ -97,12 +107,12 @@ class Paints:
         if mode is not None and (mode in _FILLS or mode in _STROKES):
             self.painted(mode in _FILLS, mode in _STROKES)
 
-    def _show(self, text: str) -> None:  # Type3Glyphs calls it for every string shown
-        if text:
+    def _show(self, codes: bytes) -> None:  # Type3Glyphs calls it for every string shown
+        if codes and self.fonted:  # no font: MuPDF shows nothing ("font and size not set")
             if self.text is not None and self.text != self.paint.render:
                 self.flush_text()  # MuPDF flushes when the rendering mode changes
             self.text = self.paint.render
-        super()._show(text)
+        super()._show(codes)
 
     # -- the state ---------------------------------------------------------------------------
     def _set(self, **changes) -> None:
@@ -155,7 +165,9 @@ class Paints:
     def _pattern(self, which: str, name: str) -> None:
         pattern = self._lookup("Pattern", name)
         tiling = pattern and mupdf.pdf_dict_get_int(pattern, mupdf.PDF_ENUM_NAME_PatternType) == 1
-        self._set(**{which: self._stream(pattern) if tiling else None})
+        # its text state is that of the stream it is selected in, as it started (MuPDF's
+        # "gparent"): its cell's text shows in that mode and font, not the current ones
+        self._set(**{which: (*self._stream(pattern), self.base) if tiling else None})
         if tiling:
             self._follow()
 

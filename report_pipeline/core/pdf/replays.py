@@ -14,7 +14,9 @@ The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics st
 - the streams being run (`active`: one met again is a cycle, skipped) and the depth (`path`:
   the nesting limit);
 - the visibility it starts in (marked content off, an XObject's /OC; optional content itself is
-  the document's, the same all walk), and the Type3 font selected (text without `Tf` uses it).
+  the document's, the same all walk);
+- the text state: the font it starts with (text without `Tf` uses it), the one a pattern
+  selected inside it runs its cell's text in (`paints`: `base`), and each pattern's.
 What nests inside it (forms, patterns, glyphs) is part of the one run. A run is not kept, and
 the next paint runs it again, counted, when it cannot stand for the next: a stream it ran made
 MuPDF warn or raise, so `breaks` may judge it broken or repaired (`Streams.words`; a stream is
@@ -53,15 +55,17 @@ class Replays:
         super().__init__(*args)
         self.ran: dict[tuple, Ran] = {}
 
-    def replay_key(self, kind: str, stream, resources, paint) -> tuple | None:
+    def replay_key(self, kind: str, stream, resources, paint, font, base) -> tuple | None:
         """What decides what `stream` draws when run now (None: a kind never replayed)."""
         if kind not in REPLAYED:
             return None
-        streams = (paint.fill, paint.stroke, paint.softmask)
-        materials = tuple((identity(s[0]), identity(s[1])) if s else None for s in streams)
+        materials = tuple(
+            (identity(s[0]), identity(s[1]), *(text(s[2]) if len(s) > 2 else ())) if s else None
+            for s in (paint.fill, paint.stroke, paint.softmask)
+        )
         return (kind, identity(stream), identity(resources), materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
-                identity(self.font))  # fmt: skip
+                identity(font[0]), font[1], text(base))  # fmt: skip
 
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""
@@ -92,6 +96,11 @@ class Replays:
             return
         draws = tuple(replace(d, origin=d.origin[cut:]) for d in self.draws[before[0] :])
         self.ran[key] = Ran(draws, self.marked_off, kept)
+
+
+def text(state: tuple) -> tuple:
+    """A text state (mode, font, a font is set) as a key."""
+    return state[0], identity(state[1]), state[2]
 
 
 def identity(obj: mupdf.PdfObj | None) -> int:
