@@ -28,8 +28,8 @@ from report_pipeline.core.pdf.visibility import Visibility
 from report_pipeline.core.pdf.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
-# Streams run for one page (forms, glyph procedures and annotations each time they are drawn, a
-# pattern or soft mask once per state it paints in: `replays`): real pages stay in the hundreds;
+# Streams run for one page (forms and annotations each time they are drawn, a pattern, soft mask
+# or glyph procedure once per state it paints in: `replays`): real pages stay in the hundreds;
 # fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
@@ -116,8 +116,9 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
     ) -> None:  # fmt: skip
         """Interpret `stream` (a form, pattern, soft mask or glyph) with its own resources,
         falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
-        graphics state (None: a copy of the current one; a glyph's is fresh) and `font` (the
-        font and whether one is set; None: the current one; a glyph has none)."""
+        graphics state (None: a copy of the current one; for a glyph, a fresh one, as MuPDF
+        renders a glyph into its cache: `type3`) and `font` (the font and whether one is set;
+        None: the current one; a glyph has none)."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
             return
@@ -128,13 +129,13 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
-        inner = FRESH if kind == "type3" else paint or self.paint
+        inner = FRESH if kind == "type3" and paint is None else paint or self.paint
         start = (None, False) if kind == "type3" else font or (self.font, self.fonted)
         # the state a pattern selected inside starts from (`paints`: MuPDF's "gparent"): for a
         # pattern's cell, the one it paints in; for anything else, its own first state
         base = (self.paint.render, self.font, self.fonted) if kind == "pattern" else (
             inner.render, *start)  # fmt: skip
-        key = self.replay_key(kind, stream, resources, inner, start, base)  # a pattern's or mask's
+        key = self.replay_key(kind, stream, resources, inner, start, base)
         if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
             return
         with self.recorded(key, (stream, resources, inner, self.font, start, base)):
@@ -145,9 +146,9 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
     ) -> None:
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
-        outer = (self.paint, self.saved_paints, self.text, self.font, self.fonted,
-                 self.saved_fonts, self.base)  # fmt: skip
-        self.paint, self.saved_paints, self.text = paint, [], None
+        outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
+                 self.fonted, self.saved_fonts, self.base)  # fmt: skip
+        self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
         (self.font, self.fonted), self.saved_fonts, self.base = font, [], base
         self.path.append(kind)
         self.active.append(number)
@@ -156,8 +157,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         finally:
             self.active.pop()
             self.path.pop()
-            (self.paint, self.saved_paints, self.text, self.font, self.fonted, self.saved_fonts,
-             self.base) = outer  # fmt: skip
+            (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
+             self.saved_fonts, self.base) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -217,7 +218,7 @@ def page_draws(
         if not finder.invoke():
             break
         finder.path.append("annotation")
-        finder.paint, finder.saved_paints, finder.text = FRESH, [], None
+        finder.paint, finder.saved_paints, finder.text, finder.text_draws = FRESH, [], None, []
         finder.font, finder.fonted, finder.saved_fonts, finder.base = None, False, [], BASE
         try:
             finder.annotation(annot)

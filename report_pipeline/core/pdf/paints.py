@@ -17,7 +17,8 @@ stream that selected it started with (MuPDF's "gparent": for a page, mode 0 and 
 the current one (`base`). A page runs in a state MuPDF saved first: one `Q` too many restores
 it. Text shown with no font selected is nothing MuPDF paints. Paint and colour operators call
 back into Python only once the page selects a pattern or a soft mask: before that, no paint can
-run anything.
+run anything. A Type3 font's glyphs are text of their own (`type3`): each glyph's draws go with
+the text that paints it (`text_draws`), and MuPDF may make that text invisible (`hide_text`).
 
 A mixin for `drawn.DrawFinder`, which provides `run`, `resources` and `_lookup`.
 """
@@ -29,6 +30,7 @@ from dataclasses import dataclass, replace
 from pymupdf import mupdf
 
 from report_pipeline.core.pdf.callbacks import guarded
+from report_pipeline.core.pdf.type3 import UNPAINTED
 
 Stream = tuple[mupdf.PdfObj, mupdf.PdfObj | None]  # a pattern or mask group, and its resources
 # the text state a stream starts with, or a pattern runs with: mode (Tr), font, a font is set
@@ -68,6 +70,8 @@ class Paints:
         super().__init__(*args)
         self.saved_paints: list[Paint] = []
         self.text: int | None = None  # rendering mode of text shown and not yet painted
+        # where that text's Type3 glyphs put their draws (they paint with it: `hide_text`)
+        self.text_draws: list[tuple[int, int]] = []
         self.following = False
         for op in ("op_q", "op_Q", "op_Tr", "op_gs_SMask", "op_sc_pattern", "op_SC_pattern"):
             getattr(self, f"use_virtual_{op}")()
@@ -103,15 +107,25 @@ class Paints:
 
     def flush_text(self) -> None:
         """The text shown since the last flush is painted now, in the mode it was shown in."""
-        mode, self.text = self.text, None
+        mode, self.text, self.text_draws = self.text, None, []
         if mode is not None and (mode in _FILLS or mode in _STROKES):
             self.painted(mode in _FILLS, mode in _STROKES)
+
+    def hide_text(self) -> None:
+        """The text shown since the last flush becomes invisible, as MuPDF makes it when a
+        coloured Type3 glyph is filled with a pattern (`type3`): it paints nothing, and the
+        Type3 glyphs in it draw nothing."""
+        for start, stop in reversed(self.text_draws):
+            del self.draws[start:stop]
+        self.text, self.text_draws = 3, []
 
     def _show(self, codes: bytes) -> None:  # Type3Glyphs calls it for every string shown
         if codes and self.fonted:  # no font: MuPDF shows nothing ("font and size not set")
             if self.text is not None and self.text != self.paint.render:
                 self.flush_text()  # MuPDF flushes when the rendering mode changes
-            self.text = self.paint.render
+            # a Type3 font's glyphs make their own text, glyph by glyph (`type3`)
+            if self.font is None or self.paint.render in UNPAINTED:
+                self.text = self.paint.render
         super()._show(codes)
 
     # -- the state ---------------------------------------------------------------------------
