@@ -8,6 +8,7 @@ import pytest
 
 from fixtures._objects import Objects, image, stream
 from fixtures._type3 import IMAGES
+from fixtures._type3_shows import TYPE3_SHOWS
 from fixtures._verify_draws import device_draws
 from report_pipeline.core.pdf import drawn as walk
 from report_pipeline.core.pdf.pages import page_images
@@ -39,6 +40,25 @@ def test_a_glyph_procedure_is_a_path_each_time_its_character_is_painted(content,
         refs = page_images(doc, TYPE3_PAGE)
         assert device_draws(page) == drawn
     assert [r.origin for r in refs] == ["type3/xobject"] * drawn
+
+
+@pytest.mark.parametrize("page", sorted(TYPE3_SHOWS))
+def test_a_pages_glyph_records_are_the_images_mupdf_paints(page):
+    """type3_shows.pdf (fixtures/_type3_shows.py), one way of showing a glyph a page: many
+    times, in sizes and colours, nested, by TJ, ' and ", in each text rendering mode, under a
+    soft mask and a pattern, rendered directly, inside its own font, inside a pattern's cell."""
+    with pymupdf.open(fixture_pdf("type3_shows.pdf")) as doc:
+        refs = page_images(doc, page)
+        drawn = device_draws(doc[page - 1])
+    assert len(refs) == drawn == TYPE3_SHOWS[page][1]
+    assert not any(ref.hidden for ref in refs)
+
+
+def test_the_report_archives_a_record_per_glyph_painted_and_is_complete(run_fixture):
+    manifest = run_fixture("type3_shows.pdf")
+    assert manifest.state == "complete"
+    assert [p.expected for p in manifest.pages] == [n for _, n in TYPE3_SHOWS.values()]
+    assert manifest.counts.archived == sum(n for _, n in TYPE3_SHOWS.values())
 
 
 def glyphs_page(shown: bytes, glyphs: dict[bytes, bytes]) -> bytes:
