@@ -12,7 +12,7 @@ MONTH_SENSITIVE := report_pipeline_tests/intake/test_submit_refusals.py \
 	report_pipeline_tests/intake/test_submission.py report_pipeline_tests/intake/test_watch.py \
 	report_pipeline_tests/defs/test_overdue.py report_pipeline_tests/defs/test_month_checks.py
 
-.PHONY: setup demo test check dev fixtures lint bench demo-production dev-production
+.PHONY: setup demo test unit check dev fixtures lint bench demo-production dev-production
 
 # --compile-bytecode: this machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files every process
 # (and every new run's sqlite event-log shard, which loads alembic's migrations) compiles from source.
@@ -39,7 +39,12 @@ demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly repo
 # Expanded only where used (check, test): other targets never run the df.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR == 2 {print $$4}')" \
 	-ge 4194304 ] 2>/dev/null && echo /dev/shm || echo "$(or $(TMPDIR),/tmp)")
-# The quick tier: no test that starts a live server (report_pipeline_tests/conftest.py), on every core.
+# The tiers are marks declared in the test files (report_pipeline_tests/conftest.py says which).
+# The unit tier: pure logic, no fork, no Dagster run, no server, one process, under 30 s.
+unit: setup  ## pure logic tests only (no fork, no Dagster run), in under 30 s, while editing
+	REPORT_PIPELINE_TEST_TIER=unit TMPDIR=$(TEST_TMPDIR) $(UV) run pytest -q -p no:cacheprovider -m "not live and not slow"
+
+# The quick tier: no test that starts a live server, on every core.
 QUICK := -q -p no:cacheprovider -m "not live" -n auto
 # `make check PYTHON=3.13`: the quick tier on another Python (3.11 to 3.13), in .venv-3.13 from
 # the same lock; the interpreter from pyenv when it has one, else python3.13 on PATH.
@@ -80,9 +85,10 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm and cold), janitor scaling, sensor ticks, backfill throughput
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm, cold and with S3 latency), janitor scaling, sensor ticks, backfill throughput
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
+	$(UV) run python -m bench.s3_latency
 	$(UV) run python -m bench.cold
 	$(UV) run python -m bench.run_worker
 	$(UV) run python -m bench.janitor

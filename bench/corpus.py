@@ -121,6 +121,7 @@ def measure(pdf: Path, timeout: float) -> dict:
     with contextlib.suppress(ValueError):
         manifest = json.loads(run["stdout"]) if run["exit"] in (0, 4) else None
     children = manifest["children"] if manifest else []
+    pages = manifest.get("pages", []) if manifest else []
     refusal = REFUSAL.search(run["stderr"]) if run["exit"] == 3 else None
     listed = Counter((page, obj) for page, kind, obj in rows if kind in IMAGES)
     drawn = Counter((c["page"], c["xref"]) for c in children)
@@ -146,11 +147,18 @@ def measure(pdf: Path, timeout: float) -> dict:
         "wall_s": run["wall_s"], "heavy": run["rss_kib"] > HEAVY_KIB or run["cpu_s"] > HEAVY_CPU,
         "quarantined": [[c["page"], c["xref"], c["quarantine_reason"], c["quarantine_detail"],
                          c["xref"] in mupdf["clean"]] for c in quarantined],
+        # pages not drawn whole (a content stream broke off: a page-level quarantine), which
+        # leave the manifest complete; and streams MuPDF repaired, whose operators parse whole
+        "damaged": [[p["page"], p["state"], "; ".join(f"{b['reason']}: {b['what']}"
+                                                      for b in p.get("breaks", []))]
+                    for p in pages if p.get("state", "complete") != "complete"],
+        "repaired": sum(p.get("repaired_streams", 0) for p in pages),
     }  # fmt: skip
 
 
 COLUMNS = ("files", "poppler", "mupdf", "images", "records", "refused", "no_reader_refuses",
-           "incomplete", "quarantined", "clean_q", "crash", "timeout", "heavy")  # fmt: skip
+           "incomplete", "damaged", "quarantined", "clean_q", "crash", "timeout",
+           "heavy")  # fmt: skip
 
 
 def summarize(results: list[dict]) -> dict:
@@ -162,6 +170,7 @@ def summarize(results: list[dict]) -> dict:
                 files=1, poppler=r["poppler_opens"], mupdf=r["mupdf_opens"], images=r["images"],
                 records=r["records"], refused=bool(r["refusal"]),
                 no_reader_refuses=r["no_reader_refuses"], incomplete=r["state"] == "incomplete",
+                damaged=bool(r.get("damaged")),
                 quarantined=len(r["quarantined"]), clean_q=sum(q[4] for q in r["quarantined"]),
                 crash=r["crash"], timeout=r["timeout"], heavy=r["heavy"])  # fmt: skip
     return {key: dict(row) for key, row in sorted(table.items(), key=lambda kv: kv[0] == "TOTAL")}
@@ -186,6 +195,8 @@ def report(results: list[dict], table: dict) -> None:
             for r in results if r["no_reader_refuses"]],
         "quarantines MuPDF decodes cleanly (file, page, xref, reason, detail)": [
             (r["file"], *q[:4]) for r in results for q in r["quarantined"] if q[4]],
+        "files with a page not drawn whole (file, page, state, what broke off)": [
+            (r["file"], *d) for r in results for d in r.get("damaged", [])],
         "crashes and timeouts": [(r["file"], r["exit"], r["timeout"], r["stderr"][-160:])
                                  for r in results if r["crash"] or r["timeout"]],
         "over 1.5 GiB RSS or 60 s CPU": [(r["file"], f"{r['rss_kib'] // 1024} MiB",

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,20 +20,50 @@ from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
-# The quick tier (`make check`: pytest -m "not live") leaves out every test that starts a live
-# server: `dagster dev` or a webserver and daemon, Postgres, PgBouncer, Redis and Celery workers,
-# a browser, or a fault backfill. The folders that hold only such tests, and the fixtures that
-# start one anywhere else.
+# The tiers, declared in each test file (`pytestmark`) or on a test:
+# - `live`: starts a live server (`dagster dev` or a webserver and daemon, Postgres, PgBouncer,
+#   Redis and Celery workers, a browser, a fault backfill). `make check` leaves these out.
+# - `slow`: runs the pipeline (forks confined children), a Dagster run or a command in a
+#   subprocess. `make unit` leaves these out too: pure logic, under 30 s, and it forks nothing
+#   (`_unit_tier_forks_nothing` below fails a test that does, so a missing mark shows).
+# A test in a live folder, or one that uses a live fixture, without the `live` mark is an error:
+# the mark is declared, never inferred.
 LIVE_FOLDERS = {"production", "ui", "faults", "operate", "bench"}
-LIVE_FIXTURES = {"postgres", "production_instance", "pg_env", "backend", "browser", "page",
-                 "backfill", "live"}  # fmt: skip
+LIVE_FIXTURES = {"postgres", "production_instance", "pg_env", "backend", "browser", "backfill",
+                 "live"}  # fmt: skip
+UNIT_TIER = os.environ.get("REPORT_PIPELINE_TEST_TIER") == "unit"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        folder = Path(str(item.path)).relative_to(Path(__file__).parent).parts[0]
-        if folder in LIVE_FOLDERS or LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.live)
+    undeclared = sorted({
+        str(Path(str(item.path)).relative_to(Path(__file__).parent.parent))
+        for item in items
+        if item.get_closest_marker("live") is None and _starts_live(item)
+    })  # fmt: skip
+    if undeclared:
+        raise pytest.UsageError(
+            "these tests start a live server: declare `pytestmark = pytest.mark.live` (or mark "
+            f"the test) in {', '.join(undeclared)}"
+        )
+
+
+def _starts_live(item: pytest.Item) -> bool:
+    folder = Path(str(item.path)).relative_to(Path(__file__).parent).parts[0]
+    return folder in LIVE_FOLDERS or bool(LIVE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def _no_fork(*_args, **_kwargs):
+    raise AssertionError("the unit tier forks nothing: mark this test `slow`")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_forks_nothing(monkeypatch):
+    """Under `make unit`, a test that forks (the pipeline's confined children, a subprocess)
+    fails at once with what to do, instead of quietly making the tier slow."""
+    if UNIT_TIER:
+        monkeypatch.setattr(os, "fork", _no_fork)
+        monkeypatch.setattr(subprocess.Popen, "__init__", _no_fork)
+    yield
 
 
 @pytest.fixture(autouse=True)

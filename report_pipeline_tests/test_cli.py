@@ -8,6 +8,8 @@ from report_pipeline.cli import EXIT_ERROR, EXIT_REFUSED, main
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.refusals import UNUSABLE
 
+pytestmark = pytest.mark.slow
+
 
 def test_preview_writes_pngs_and_a_manifest_privately(tmp_path, capsys):
     out = tmp_path / "out"

@@ -18,6 +18,8 @@ from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import free_port
 
+pytestmark = pytest.mark.slow
+
 MONTH = "2026-10"
 
 

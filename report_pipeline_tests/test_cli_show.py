@@ -21,6 +21,8 @@ from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 MONTH = "2026-10"
 
 

@@ -1,8 +1,11 @@
 """The definitions load, and every name other tools and people rely on resolves."""
 
 import dagster as dg
+import pytest
 
 from report_pipeline.definitions import defs
+
+pytestmark = pytest.mark.slow
 
 
 def test_definitions_load_and_the_named_objects_resolve():

@@ -4,8 +4,12 @@ import hashlib
 import subprocess
 import sys
 
+import pytest
+
 from fixtures import _cases
 from report_pipeline_tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.slow
 
 
 def digest(path) -> str:

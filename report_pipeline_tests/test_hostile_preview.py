@@ -16,6 +16,8 @@ from report_pipeline.core.model import store_json
 from report_pipeline.core.model.settings import Limits
 from report_pipeline_tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.slow
+
 ROOT = FIXTURES.parent.parent
 
 HOSTILE = sorted(

@@ -10,6 +10,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 NOT_SHIPPED = ("report_pipeline_tests/", "devstack/", "bench/", "fixtures/")
 DEV_ONLY = {"moto", "playwright", "pytest", "ruff"}  # pyproject.toml's dev group

@@ -119,15 +119,28 @@ def _object_key(task: PageTask, outcome: ImageOutcome, payload: bytes | None) ->
 UNREAD_INDEX = 10_000  # after every draw MuPDF read on the page (pdf.pages.MAX_DRAWS_PER_PAGE)
 
 
+_UNREAD_WHOLE = (
+    "undecodable", "an inline image whose BI … ID … EI is complete, which MuPDF did not read: it "
+    "could not load it (a colour space, filter or parameter it does not know, or data shorter "
+    "than its dictionary declares), or it stopped reading the page's content before it; the page "
+    "draws nothing of it",
+)  # fmt: skip
+_UNREAD_CUT = (
+    "truncated",
+    "an inline image cut off by the end of its content stream: MuPDF never read it",
+)
+
+
 def _unread_inline(task: PageTask) -> Iterator[tuple[ImageOutcome, None, None]]:
-    """A record for each inline image the planning walk saw begun but MuPDF never read: it is
-    quarantined `truncated`, never silently absent (core/plan/walk.py)."""
+    """A record for each inline image the planning walk saw begun but MuPDF never read, never
+    silently absent (core/plan/walk.py): one whose BI … EI is complete is quarantined
+    `undecodable`, the one the end of the content cuts off `truncated`."""
     now = iso(utc_now())
-    detail = "an inline image its content stream begins, cut off or past an error MuPDF stopped at"
-    for page, count in task.unread_inline:
+    for page, count, whole in task.unread_inline:
         for k in range(count):
+            reason, detail = _UNREAD_WHOLE if k < whole else _UNREAD_CUT
             outcome = ImageOutcome(
-                page=page, index=UNREAD_INDEX + k, state="quarantined", reason="truncated",
+                page=page, index=UNREAD_INDEX + k, state="quarantined", reason=reason,
                 detail=detail, declared_type="inline", signature=None, width=0, height=0,
                 mode=None, content_hash=None, png_bytes=0, stream_bytes=0, started_at=now,
                 finished_at=now, origin="inline", xref=0,

@@ -11,6 +11,8 @@ import pytest
 
 from bench import backfill
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[2]
 
 

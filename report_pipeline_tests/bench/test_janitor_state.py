@@ -3,10 +3,14 @@ pass deletes exactly the due items and a second pass nothing (the checks `make b
 
 from pathlib import Path
 
+import pytest
+
 from bench.janitor_state import Spread, build, check_first, check_second
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import janitor
+
+pytestmark = pytest.mark.live
 
 
 def test_a_small_janitor_state_sweeps_exactly_its_due_items(tmp_path: Path):

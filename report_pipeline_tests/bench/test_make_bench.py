@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[2]
 SMALL_PDF = "fixtures/pdfs/image_paths.pdf"  # 9 pages, 13 draws: every way a page draws
 SMALLEST = {  # module -> its arguments at the smallest size (then `--out <folder>`)
     "bench.run": ["--reports", SMALL_PDF, "--repeat", "1", "--no-per-page"],
     "bench.production": ["--reports", SMALL_PDF, "--repeat", "1"],
+    "bench.s3_latency": ["--report", SMALL_PDF, "--repeat", "1", "--latency-ms", "30"],
     "bench.cold": ["--report", SMALL_PDF, "--rounds", "1"],
     "bench.run_worker": ["--report", SMALL_PDF, "--rounds", "1"],
     "bench.janitor": ["--repeat", "1", "--scale", "0.01"],

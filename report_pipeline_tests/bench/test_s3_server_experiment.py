@@ -4,7 +4,11 @@ puts, and are measured."""
 
 import re
 
+import pytest
+
 from bench.experiments import s3_server
+
+pytestmark = pytest.mark.live
 
 
 def test_both_servers_take_the_puts_and_are_measured(monkeypatch, capsys):

@@ -162,6 +162,7 @@ def test_when_the_latest_content_is_gone_nothing_older_comes_back(
     assert str(tmp_path) not in caught.value.message
 
 
+@pytest.mark.slow
 def test_a_gone_latest_report_the_archive_holds_is_reused_not_replaced(
     folder, looked, tmp_path, store, settings, month
 ):

@@ -14,6 +14,8 @@ import pytest
 from report_pipeline.core.intake import claims
 from report_pipeline.core.storage.local_store import LocalStore
 
+pytestmark = pytest.mark.slow
+
 REVISION = "r" * 64
 T0 = 1_800_000_000.0
 

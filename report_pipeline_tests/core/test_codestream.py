@@ -85,6 +85,39 @@ def test_a_jbig2_region_larger_than_its_page_is_a_dimension_mismatch():
     assert reason(codestream.jbig2_size, page + region) == "dimension_mismatch"
 
 
+def _referring(number: int, kind: int, count: int, data: bytes) -> bytes:
+    """A segment header with a short-form referred-to count of `count` (each a 1-byte number)."""
+    return (
+        struct.pack(">IBB", number, kind, count << 5)
+        + bytes(count)
+        + struct.pack(">BI", 0, len(data))
+        + data
+    )
+
+
+BIG_PAGE = struct.pack(">IIIIBH", 30000, 30000, 0, 0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("globals_", "sizes"),
+    [(b"\xde\xad\xbe\xef" * 8, []),  # no header jbig2dec can complete: ignored
+     (b"hello world, this is not JBIG2 at all", []),  # an unknown type whose data never comes
+     (enc.jbig2_globals(), []),  # a Huffman table: no size
+     (enc.jbig2_segment(0, 48, BIG_PAGE, page=0), [(30000, 30000)]),
+     # jbig2dec reads a count of 5 as any other, and reads on past a type it does not know
+     (_referring(0, 62, 5, b"") + enc.jbig2_segment(1, 48, BIG_PAGE, page=0), [(30000, 30000)]),
+     (enc.jbig2_segment(0, 30, b"xx", page=0) + enc.jbig2_segment(1, 48, BIG_PAGE, page=0),
+      [(30000, 30000)])],
+    ids=["deadbeef", "text", "huffman_table", "page", "count_5", "unknown_type"],
+)  # fmt: skip
+def test_jbig2_globals_are_read_as_jbig2dec_reads_them_never_refused_for_their_structure(
+    globals_, sizes
+):
+    """MuPDF (jbig2dec) decodes an image whose globals hold no readable segment without a word:
+    nothing in them is refused, and every size jbig2dec would allocate is found for the caps."""
+    assert codestream.jbig2_global_sizes(globals_) == sizes
+
+
 @pytest.mark.parametrize(
     ("data", "expected"),
     [(b"", "undecodable"), (b"\x00\x00\x00\x00\x30", "truncated"),

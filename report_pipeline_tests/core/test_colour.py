@@ -26,6 +26,8 @@ from report_pipeline.core.validate.quarantine import Quarantined
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_image_classes import child_on, mupdf_pixels, run_once
 
+pytestmark = pytest.mark.slow
+
 NAME = "colour_cases.pdf"
 CASES = list(_colour.COLOUR_CASES)
 ARCHIVED = [name for name, outcome in _colour.OUTCOMES.items() if outcome[0] == "archived"]
@@ -243,3 +245,21 @@ def test_a_complete_jpeg_that_does_not_decode_says_what_libjpeg_said():
     detail = shortfall.explain(PADDED, gray_jpeg(), True, 1, said).detail
     expected = "the JPEG is complete (it reaches EOI) but does not decode: Bogus Huffman table"
     assert detail == f"{expected} definition"
+
+
+@pytest.mark.parametrize(
+    ("fallback", "codec", "declared", "bpc", "reason"),
+    [(PADDED, "JBIG2Decode", 3, 8, "colorspace_mismatch"),
+     (PADDED, "JBIG2Decode", 1, 8, "colorspace_mismatch"),  # 8 bits a pixel, 1 given
+     (PADDED, "CCITTFaxDecode", 3, 1, "colorspace_mismatch"),
+     (PADDED, "JBIG2Decode", 1, 1, "truncated"),  # what it declares it gets: really short
+     (PADDED, "JBIG2Decode", None, 1, "truncated"),  # a stencil mask, or a space not told
+     (RAISED, "JBIG2Decode", 3, 8, "undecodable"),  # not padded: nothing to explain
+     (PADDED, "FlateDecode", 3, 8, "truncated")],
+)  # fmt: skip
+def test_a_bilevel_codec_under_a_wider_declared_space_is_a_colorspace_mismatch(
+    fallback, codec, declared, bpc, reason
+):
+    """JBIG2 and CCITT fax decode to one 1-bit component a pixel: a complete stream declared
+    /DeviceRGB with 8 bits a component leaves MuPDF short, and it pads. Not `truncated`."""
+    assert shortfall.bilevel(fallback, codec, declared, bpc).reason == reason

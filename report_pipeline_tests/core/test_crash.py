@@ -9,6 +9,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from report_pipeline.core.checks import retention_audit
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.retention import janitor
@@ -50,6 +52,7 @@ def kill_mid_extraction(store, work_root: Path) -> tuple[list[Path], int]:
     return list(work_root.rglob("w-*")), uploaded
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_page_is_cleaned_up_by_the_next_pass_after_its_lease(store, settings):
     left, uploaded = kill_mid_extraction(store, settings.work_root)
     assert len(left) == 1 and (left[0] / "lease.json").exists() and uploaded >= 5

@@ -14,6 +14,7 @@ CASES = spellings.cases()
 TYPES = {"JPXDecode": "jpx", "DCTDecode": "jpeg"}
 
 
+@pytest.mark.slow
 def test_each_spelling_is_quarantined_for_its_payloads_reason(run_fixture):
     manifest = run_fixture("filter_spellings.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == 0

@@ -9,6 +9,8 @@ from PIL import Image
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.refusals import UNUSABLE
 
+pytestmark = pytest.mark.slow
+
 
 def reasons(manifest):
     return Counter(c.quarantine_reason for c in manifest.children if c.quarantine_reason)

@@ -18,6 +18,7 @@ from report_pipeline.core.checks import month_checks
 from report_pipeline.core.decode import child as decode_child
 from report_pipeline.core.decode.child import decode_in_process
 from report_pipeline.core.model import store_json
+from report_pipeline.core.model.records import SCHEMA_VERSION
 from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
@@ -43,6 +44,7 @@ def test_a_pages_shown_records_are_what_mupdf_draws_and_the_rest_say_why(page):
         assert not any(ref.hidden for ref in page_images(twin, page))
 
 
+@pytest.mark.slow
 def test_hidden_images_are_accounted_for_and_not_archived(run_fixture, store):
     manifest = run_fixture(NAME)
     assert manifest.state == "complete"
@@ -60,6 +62,7 @@ def test_hidden_images_are_accounted_for_and_not_archived(run_fixture, store):
     assert len(keys) == SHOWN
 
 
+@pytest.mark.slow
 def test_a_setting_archives_hidden_images_each_still_saying_why(store, tmp_path):
     settings = PipelineSettings(tmp_path / "work", limits=Limits(archive_hidden=True))
     manifest = run_report(store, fixture_pdf(NAME), settings, "inbox", "2026-10")
@@ -114,6 +117,7 @@ def test_checks_count_hidden_as_accounted_and_not_as_validated():
     assert rate.metadata["quarantined_pct"] == 50.0 and rate.metadata["images"] == 2
 
 
+@pytest.mark.slow
 def test_show_and_the_table_say_what_is_hidden_and_old_manifests_keep_their_bytes(run_fixture):
     manifest = run_fixture(NAME)
     text = summary.summary(manifest).splitlines()
@@ -127,7 +131,7 @@ def test_show_and_the_table_say_what_is_hidden_and_old_manifests_keep_their_byte
         "optional_content_off": 8, "annotation_hidden": 3
     }  # fmt: skip
     document = store_json.manifest_to_json(manifest)
-    assert document["counts"]["hidden"] == HIDDEN and document["schema_version"] == 5
+    assert document["counts"]["hidden"] == HIDDEN and document["schema_version"] == SCHEMA_VERSION
     assert store_json.manifest_from_json(document) == manifest
     shown = replace(manifest, children=(), counts=replace(manifest.counts, hidden=0),
                     pages=tuple(replace(p, hidden=0) for p in manifest.pages))  # fmt: skip

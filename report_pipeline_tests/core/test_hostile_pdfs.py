@@ -15,6 +15,8 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF
 
+pytestmark = pytest.mark.slow
+
 
 def refusal(path, limits: Limits | None = None) -> RefusedInput:
     with pytest.raises(RefusedInput) as caught:

@@ -1,10 +1,14 @@
 from dataclasses import replace
 
+import pytest
+
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.steps import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
+
+pytestmark = pytest.mark.slow
 
 
 def snapshot(store):

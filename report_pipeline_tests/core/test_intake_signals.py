@@ -13,6 +13,7 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline_tests.conftest import fixture_pdf
 
 
+@pytest.mark.slow
 def test_bytes_before_the_signature_are_accepted_within_the_window_and_recorded(
     tmp_path, store, settings
 ):

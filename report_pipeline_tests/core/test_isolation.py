@@ -23,6 +23,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.validate import per_image
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 TIMES = ("started_at", "finished_at", "queued_at", "cleanup_lease")
 
 

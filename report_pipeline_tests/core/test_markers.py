@@ -21,6 +21,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.faults import Crash, CrashingStore
 
+pytestmark = pytest.mark.slow
+
 MIN = timedelta(minutes=1)
 WORK_CHECK = "work_material_deleted_by_deadline"
 

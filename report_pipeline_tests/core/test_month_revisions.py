@@ -32,6 +32,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.clock import Clock
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 def month_now(store) -> Manifest:
     return latest_archived(store, MONTH)[1]

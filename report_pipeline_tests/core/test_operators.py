@@ -1,4 +1,4 @@
-"""Whether a content stream's operators parse to its end (core/pdf/operators.py): plain bytes
+"""Whether a content stream's operators parse to its end (core/draws/operators.py): plain bytes
 in, where it was cut off out. `short`: the stream's filter said its data ended early."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from report_pipeline.core.pdf.operators import cut_off
+from report_pipeline.core.draws.operators import cut_off
 
 DRAW = b"q 9 0 0 9 0 0 cm /A Do Q\n"
 
@@ -55,9 +55,11 @@ def test_tokens_split_across_a_contents_array_parse_once_joined():
     assert cut_off(parts[0]) == "inside a string"  # one part alone is cut off
 
 
-def test_a_large_stream_is_judged_in_well_under_a_second():
+def test_a_large_stream_is_judged_in_linear_time():
+    """A 4 MB stream with a nested string on every line: judged in one pass. The bound is about
+    behaviour (a quadratic parser takes minutes here), in CPU time, so a busy machine passes."""
     page = DRAW + b"0.5 0.2 0.1 rg 10 10 m 20 20 l 30 30 40 40 50 50 c h f BT (a (b) c) Tj ET\n"
-    content = page * 40_000  # 4 MB, a nested string on every line
-    started = time.perf_counter()
+    content = page * 40_000
+    started = time.process_time()
     assert cut_off(content, short=True) == ""
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 10.0

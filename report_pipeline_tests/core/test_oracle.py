@@ -5,10 +5,11 @@ reason, or hidden with the reason a viewer does not show it) for that page and o
 soft-mask or mask row (poppler names it by its image's object) must belong to such an image,
 which carries the mask (a soft mask becomes its alpha). The pipeline may list more (poppler skips
 images in tiling patterns and Type3 glyphs, and hides marked content of an AllOn membership
-dictionary MuPDF shows); never fewer, but for one difference: poppler lists a soft mask's image
-where `gs` sets the mask, and MuPDF's renderer draws it at each paint under the mask, so a mask
-set and never used, or used only by an image with a mask of its own, draws nothing
-(`POPPLER_ONLY`).
+dictionary MuPDF shows); never fewer, but for two differences (`POPPLER_ONLY`): poppler lists a
+soft mask's image where `gs` sets the mask, and MuPDF's renderer draws it at each paint under
+the mask, so a mask set and never used, or used only by an image with a mask of its own, draws
+nothing; and poppler draws the stored appearance of a widget that names no field type (/FT),
+which MuPDF's renderer never draws.
 """
 
 import shutil
@@ -24,13 +25,16 @@ from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline_tests.conftest import FIXTURES
 from report_pipeline_tests.refusals import UNUSABLE
 
+pytestmark = pytest.mark.slow
+
 REFUSED = {  # fixtures that are refused whole, with the code that accounts for them
     **UNUSABLE,
     **walks.REASONS,  # the page walk stops at a limit: nothing is archived
 }
-# pages where poppler lists one soft mask's image that MuPDF never draws (fixtures/_paints.py):
-# the mask set and nothing painted under it; the mask under an image with an /SMask of its own
-POPPLER_ONLY = {"pattern_paints.pdf": {6, 13}}
+# pages where poppler lists one image that MuPDF never draws: a soft mask's (fixtures/_paints.py),
+# the mask set and nothing painted under it, or under an image with an /SMask of its own; a
+# widget's without /FT (fixtures/_appearances.py)
+POPPLER_ONLY = {"pattern_paints.pdf": {6, 13}, "annotation_appearances.pdf": {8}}
 
 
 def pdfimages_rows(path) -> list[tuple[int, str, int]]:

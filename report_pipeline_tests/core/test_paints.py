@@ -1,5 +1,7 @@
-"""One record per paint (issue 30 item 3): a tiling pattern's image counts each time a paint uses
-the pattern, never when `scn` only selects it, and a soft mask's image with each paint under the
+"""One record per draw (issue 30 item 3): a tiling pattern's image counts each time a paint uses
+the pattern, as often as MuPDF runs its cell for the area painted (not at all for an area on a
+cell boundary or under a pattern matrix that cannot be inverted; once per cell a small area
+touches), never when `scn` only selects it, and a soft mask's image with each paint under the
 mask. Compared page by page with MuPDF's drawing device on pattern_paints.pdf
 (fixtures/_paints.py), whose counts poppler cannot give (it lists no pattern images, and a soft
 mask's image once per `gs`)."""
@@ -14,11 +16,14 @@ import pytest
 
 from fixtures._many_paints import MANY_PAINTS
 from fixtures._paints import PAINT_PAGES
+from fixtures._pattern_cells import pattern_cells
 from fixtures._verify_draws import mupdf_draws
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
+
+pytestmark = pytest.mark.slow
 
 NAME = "pattern_paints.pdf"
 
@@ -57,6 +62,43 @@ def test_what_paints_and_what_only_changes_state(content, drawn, tmp_path):
         doc.save(tmp_path / "page.pdf")
     with pymupdf.open(tmp_path / "page.pdf") as doc:
         assert len(page_images(doc, 1)) == mupdf_draws(doc[0]) == drawn
+
+
+@pytest.mark.parametrize(
+    ("content", "drawn"),
+    [(b"0 0 0 0 re f", 0), (b"0 0 m 5 0 l f", 0), (b"10 0 m 10 5 l f", 0),  # on edges
+     (b"5 5 0 0 re f", 1), (b"5 0 m 5 5 l f", 1),  # a zero-area path inside a cell, a line
+     (b"0 0 m 50 0 l f", 1),  # on an edge, but over more than a step: a tile, run once
+     (b"f", 1), (b"9 9 m f", 1),  # no segment: MuPDF paints it as a tile
+     (b"q 0 0 0 0 0 0 cm 0 0 50 50 re f Q", 0),  # a singular ctm: the area is one point
+     (b"q 1 0 0 1 0.5 0.5 cm 0 0 0 0 re f Q", 1),  # moved off the edge
+     (b"0 0 0 0 re 0 w S", 4), (b"0 0 0 0 re W n", 0)],  # a stroke has a width; a clip paints
+)  # fmt: skip
+def test_a_paint_whose_cell_mupdf_does_not_run_is_no_record(content, drawn, tmp_path):
+    """The pattern /P (10x10 cells from the origin) over page 1 of the fixture, against MuPDF:
+    MuPDF runs the cell 0 times for an area that lies on a cell boundary, and 4 times for a
+    stroke's box across four cells."""
+    with pymupdf.open(fixture_pdf(NAME)) as doc:
+        doc.update_stream(doc[0].get_contents()[0], b"/Pattern cs /P scn /Pattern CS /P SCN "
+                          + content)  # fmt: skip
+        doc.save(tmp_path / "page.pdf")
+    with pymupdf.open(tmp_path / "page.pdf") as doc:
+        assert len(page_images(doc, 1)) == mupdf_draws(doc[0]) == drawn
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_paint_runs_the_cell_as_often_as_mupdf_runs_it_for_its_geometry(seed):
+    """Random pages, each painting a pattern once (fixtures/_pattern_cells.py): a filled or
+    stroked path, a stencil mask, after a random `cm`, on the page or in a form, the pattern's
+    matrix (singular ones among them), box and steps at random. MuPDF runs the cell 0, 1, 2, 4
+    times for one paint by the geometry (8 for a fill and a stroke); the walk's records are
+    MuPDF's draws, page by page (a stencil mask: MuPDF's device has it as a clip)."""
+    data, stencils = pattern_cells(seed, 150)
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        walked = [len(page_images(doc, n)) for n in range(1, doc.page_count + 1)]
+        drawn = [mupdf_draws(page) + stencil for page, stencil in zip(doc, stencils, strict=True)]
+    assert walked == drawn
+    assert {0, 1, 2, 4} <= set(drawn)  # the geometry decides, in every way
 
 
 def test_the_report_archives_one_record_per_paint_and_is_complete(run_fixture):

@@ -50,6 +50,7 @@ def work_check(store, settings, now):
     return {o.name: o for o in outcomes}["work_material_deleted_by_deadline"]
 
 
+@pytest.mark.slow
 def test_a_write_killed_midway_is_swept_after_its_hold_with_an_audit_event(
     store: LocalStore, settings, tmp_path
 ):

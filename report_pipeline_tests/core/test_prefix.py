@@ -9,6 +9,8 @@ from fixtures import _encoders as enc
 from report_pipeline.core.validate import prefix
 from report_pipeline.core.validate.validation import Quarantined
 
+pytestmark = pytest.mark.slow
+
 
 def reason(call, *args) -> str:
     with pytest.raises(Quarantined) as caught:

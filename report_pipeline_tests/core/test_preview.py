@@ -15,6 +15,8 @@ from report_pipeline.core.preview import UnsafeScratch, preview, scratch_base
 from report_pipeline.core.scratch.workdir import create_workdir, lease_for, new_lease
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 def mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)

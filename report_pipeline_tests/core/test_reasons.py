@@ -13,6 +13,8 @@ from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
 from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 
+pytestmark = pytest.mark.slow
+
 
 def test_each_case_gets_the_reason_that_names_its_flaw(run_fixture):
     manifest = run_fixture("misleading_reasons.pdf")
@@ -81,3 +83,24 @@ def test_a_flate_image_lacking_only_its_checksum_is_archived_one_cut_short_is_no
     manifest = run_report(store, path, PipelineSettings(tmp_path / "w"), "inbox", "2026-10")
     (child,) = manifest.children
     assert (child.state, child.quarantine_reason) == (state, reason)
+
+
+def test_an_unread_inline_image_is_truncated_only_when_the_content_cuts_it_off(tmp_path, store):
+    """Two inline images MuPDF never reads: the first whole (an inline /CalRGB, a name MuPDF
+    does not know), the second cut off by the end of the content. Poppler lists both; each is a
+    record, `undecodable` saying its BI … EI is complete, and `truncated`."""
+    whole = b"BI /W 2 /H 2 /CS /CalRGB /BPC 8 ID " + bytes(12) + b" EI "
+    cut = b"BI /W 4 /H 4 /CS /G /BPC 8 ID \x01\x02\x03"
+    content = b"q 9 0 0 9 0 0 cm " + whole + cut
+    page = b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents 4 0 R/Resources<<>>>>"
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", page,
+               b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content)]  # fmt: skip
+    path = tmp_path / "inline.pdf"
+    path.write_bytes(classic_pdf(objects))
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "w"), "inbox", "2026-10")
+    found = [(c.origin, c.quarantine_reason, c.quarantine_detail) for c in manifest.children]
+    assert [(origin, reason) for origin, reason, _ in found] == [
+        ("inline", "undecodable"), ("inline", "truncated")]  # fmt: skip
+    assert "BI … ID … EI is complete, which MuPDF did not read" in found[0][2]
+    assert found[1][2].startswith("an inline image cut off by the end of its content stream")
+    assert manifest.pages[0].state == "damaged"  # its content ends inside an inline image

@@ -1,5 +1,5 @@
 """A tiling pattern or soft mask runs once per state it paints in, and later paints replay what
-it drew (core/pdf/replays.py): the records are those of running it at every paint, and the
+it drew (core/draws/replays.py): the records are those of running it at every paint, and the
 walk's bounds hold."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import pymupdf
 import pytest
 
 from fixtures._replay_states import STATE_OPS, replay_states
+from report_pipeline.core.draws import drawn
+from report_pipeline.core.draws.replays import Replays
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.pdf import drawn
-from report_pipeline.core.pdf.replays import Replays
+
+pytestmark = pytest.mark.slow
 
 
 def walked(data: bytes, content: bytes):

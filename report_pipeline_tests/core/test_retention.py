@@ -16,6 +16,8 @@ from report_pipeline.core.steps import stage
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 MIN = timedelta(minutes=1)
 
 

@@ -32,6 +32,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.clock import Clock
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 def archive(store, tmp_path: Path, name: str, month: str) -> None:
     settings = PipelineSettings(tmp_path / f"work-{month}")

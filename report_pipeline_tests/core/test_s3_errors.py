@@ -13,6 +13,8 @@ from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
 
+pytestmark = pytest.mark.slow
+
 
 def faulty_store(s3, status: int, code: str) -> S3Store:
     client = s3_helpers.client(s3.endpoint, attempts=1)

@@ -21,6 +21,8 @@ from report_pipeline.core.storage.store import PermanentStorageError, TransientS
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.s3 import Raw
 
+pytestmark = pytest.mark.slow
+
 
 def counted(s3) -> tuple[S3Store, Counter]:
     calls: Counter = Counter()

@@ -29,12 +29,14 @@ def loaded_after_import(*modules: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.slow
 def test_the_retention_side_imports_no_pdf_stack():
     assert len(RETENTION_SIDE) >= 10
     modules = [f"report_pipeline.core.{name}" for name in RETENTION_SIDE]
     assert not loaded_after_import(*modules) & set(PDF_STACK)
 
 
+@pytest.mark.slow
 def test_the_settings_module_imports_no_pdf_stack():
     assert not loaded_after_import("report_pipeline.core.model.settings") & set(PDF_STACK)
 
@@ -50,3 +52,18 @@ def test_the_embedded_defaults_need_no_configuration(tmp_path):
 def test_a_clock_that_is_not_positive_is_refused(field):
     with pytest.raises(ValueError, match="positive"):
         RetentionPolicy(**{field: 0})
+
+
+def test_every_setting_of_the_resource_is_in_the_readme_with_the_cores_default():
+    """A setting lives in three places (docs/develop.md): the core's dataclass, the resource's
+    field (whose default is the dataclass's) and the README's Configure table."""
+    from report_pipeline.defs.deployment.resources import PipelineSettingsResource
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    configure = readme[readme.index("## Configure") : readme.index("## Layout")]
+    fields = PipelineSettingsResource.model_fields
+    assert [name for name in fields if name not in configure] == []
+    built = PipelineSettingsResource(work_root="w").settings()  # the resource's defaults
+    core = PipelineSettings(built.work_root)  # the core's
+    assert (built.limits, built.retention, built.decode) == (core.limits, core.retention,
+                                                             core.decode)  # fmt: skip

@@ -21,6 +21,8 @@ from report_pipeline.core.stage_decision import (
 from report_pipeline.core.steps import extract
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def month(clock) -> str:

@@ -17,6 +17,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import MissingObject, PermanentStorageError
 
+pytestmark = pytest.mark.slow
+
 LAYOUT = {
     "staged/abc/source.pdf": b"%PDF-1.7",
     "work/rev1/task-1/q-1.bin": b"quarantine",

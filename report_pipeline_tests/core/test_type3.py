@@ -1,5 +1,5 @@
 """Type3 glyph procedures count as drawing paths for each character a page shows, each time
-MuPDF's renderer paints it (core/pdf/type3.py), compared with MuPDF's drawing device."""
+MuPDF's renderer paints it (core/draws/type3.py), compared with MuPDF's drawing device."""
 
 import time
 
@@ -10,7 +10,7 @@ from fixtures._objects import Objects, image, stream
 from fixtures._type3 import IMAGES
 from fixtures._type3_shows import TYPE3_SHOWS
 from fixtures._verify_draws import device_draws
-from report_pipeline.core.pdf import drawn as walk
+from report_pipeline.core.draws import drawn as walk
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -54,6 +54,7 @@ def test_a_pages_glyph_records_are_the_images_mupdf_paints(page):
     assert not any(ref.hidden for ref in refs)
 
 
+@pytest.mark.slow
 def test_the_report_archives_a_record_per_glyph_painted_and_is_complete(run_fixture):
     manifest = run_fixture("type3_shows.pdf")
     assert manifest.state == "complete"
@@ -100,6 +101,7 @@ def test_a_glyph_shown_a_hundred_thousand_times_runs_once(monkeypatch):
         walk.page_draws(doc, 1, 10_000)
 
 
+@pytest.mark.slow
 def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(run_fixture):
     """type3_cases.pdf (fixtures/_type3.py): two direct font dictionaries each showing `a`; a
     /BaseEncoding without /Differences; a font set by `gs`. Every glyph image is a record."""

@@ -26,6 +26,8 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("name", sorted(walks.REASONS))
 def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name, store, settings):

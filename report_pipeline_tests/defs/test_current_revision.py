@@ -5,6 +5,7 @@ re-extraction by a newer extractor (the asset's code_version)."""
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.model import current as month_record
@@ -19,6 +20,8 @@ from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.current_revision import current_revision_sensor, shown_revision
 from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline_tests.defs.test_month_checks import ui_materialize
+
+pytestmark = pytest.mark.slow
 
 MONTH = "2026-10"
 

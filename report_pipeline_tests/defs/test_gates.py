@@ -2,10 +2,14 @@
 
 import json
 
+import pytest
+
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.defs.conftest import events, materialization
 from report_pipeline_tests.faults import FaultyStoreResource
+
+pytestmark = pytest.mark.slow
 
 
 def objects(tmp_path, arrivals: bool = True):

@@ -5,8 +5,11 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from report_pipeline_tests.defs.conftest import events
+
+pytestmark = pytest.mark.slow
 
 INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
 

@@ -4,6 +4,7 @@ import io
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from report_pipeline.core.archive.table import COLUMNS
 from report_pipeline.defs.reports.assets import report_manifest
@@ -14,6 +15,8 @@ from report_pipeline.defs.reports.manifest_table import (
     manifest_table_sensor,
 )
 from report_pipeline_tests.defs.conftest import materialization
+
+pytestmark = pytest.mark.slow
 
 RUNNING = dg.DefaultSensorStatus.RUNNING
 

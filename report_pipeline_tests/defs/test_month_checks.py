@@ -2,6 +2,7 @@
 "Skipped" row beside "Passed"; thresholds as settings; blocking checks stop manifest_table."""
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
@@ -9,6 +10,8 @@ from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline.defs.reports.month_checks import CHECKS
 from report_pipeline_tests.defs.conftest import events, materialization
+
+pytestmark = pytest.mark.slow
 
 MONTH = "2026-10"
 

@@ -4,6 +4,7 @@ on that month's report_archived_on_time, without anyone backfilling to find out.
 import json
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.model.clock import parse_iso
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
@@ -11,6 +12,8 @@ from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.overdue import overdue_report_sensor
+
+pytestmark = pytest.mark.slow
 
 
 def tick(instance, resources, at: str, cursor: str | None = None, due_day: int = 5):

@@ -1,10 +1,13 @@
 """`pages_per_task` from the Launchpad: run config on stage_report overrides the resource."""
 
 import dagster as dg
+import pytest
 
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.defs.conftest import events, materialization
+
+pytestmark = pytest.mark.slow
 
 
 def test_run_config_pages_per_task_1_gives_one_step_per_page(inbox, instance, resources):

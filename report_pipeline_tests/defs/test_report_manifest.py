@@ -15,6 +15,8 @@ from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 from report_pipeline_tests.defs.conftest import events, materialization
 
+pytestmark = pytest.mark.slow
+
 PAGE_KEYS = ("pages", "first_page", "last_page")
 
 

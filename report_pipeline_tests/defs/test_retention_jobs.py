@@ -18,6 +18,8 @@ from report_pipeline.defs.retention.image_archive import image_archive
 from report_pipeline.defs.retention.jobs import cleanup_job, retention_audit_job
 from report_pipeline_tests.defs.conftest import events
 
+pytestmark = pytest.mark.slow
+
 WHOLE_ARCHIVE = {"work_material_deleted_by_deadline", "archive_within_retention"}
 
 

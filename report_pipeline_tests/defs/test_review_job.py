@@ -16,6 +16,8 @@ from report_pipeline.defs.deployment.clock_resource import ClockResource
 from report_pipeline.defs.reports.review import quarantine_review_job, quarantine_review_sensor
 from report_pipeline_tests.defs.test_month_checks import ui_materialize
 
+pytestmark = pytest.mark.slow
+
 
 def review(instance, resources, **decision) -> dg.ExecuteInProcessResult:
     config = {"ops": {"decide_quarantined_image": {"config": decision}}}

@@ -23,6 +23,8 @@ from report_pipeline.defs.deployment.resources import PipelineSettingsResource, 
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 ENV = {"inbox": "REPORT_PIPELINE_INBOX", "store": "REPORT_PIPELINE_STORE",
        "work": "REPORT_PIPELINE_WORK"}  # fmt: skip
 MONTH = "2026-10"

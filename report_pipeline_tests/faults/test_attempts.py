@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from report_pipeline.core.archive.publishing import publish, record_children
 from report_pipeline.core.steps import extract, stage
 from report_pipeline_tests.conftest import fixture_pdf
+
+pytestmark = pytest.mark.live
 
 
 def test_a_retried_extraction_or_archive_shows_in_every_childs_attempts(store, settings):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from devstack.fault_runs import (
     check_results,
     leftovers,
@@ -27,6 +29,8 @@ from report_pipeline.core.model.keys import IMAGES
 from report_pipeline.defs.reports.guard import MAX_TRIES
 from report_pipeline_tests.faults.live_backfill import LiveBackfill, partition_limit
 from report_pipeline_tests.intake.live import finished, wait_for
+
+pytestmark = pytest.mark.live
 
 # Seeded: the same faults on both stores. At 20% a step needs its 4th (last) attempt with
 # probability 0.2**3 and dead-letters with 0.2**4; with this seed every step gets through within

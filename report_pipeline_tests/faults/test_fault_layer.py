@@ -23,6 +23,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 
+pytestmark = pytest.mark.live
+
 
 def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
     assert parse_faults("") is None and parse_faults(" , ") is None

@@ -15,6 +15,8 @@ from report_pipeline.core.intake.submission import REVISION_TAG, submit
 from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.defs.reports.sensors import new_report_sensor
 
+pytestmark = pytest.mark.slow
+
 
 class InstanceLauncher:
     """`submit`'s Launcher on the instance itself: what the webserver's launchRun does (a run of

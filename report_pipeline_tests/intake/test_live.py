@@ -15,6 +15,8 @@ from report_pipeline.core.intake.sources import registered_name
 from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
 from report_pipeline_tests.intake.live import BACKFILL, LiveDagster, finished, place, wait_for
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture
 def cli_env(live, monkeypatch) -> None:

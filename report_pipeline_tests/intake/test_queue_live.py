@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.intake import submission
 from report_pipeline.core.intake.sources import registered_name
@@ -29,6 +30,8 @@ from report_pipeline.defs.reports.ops import stage_report_run_config
 from report_pipeline.graphql_api import GraphQLLauncher
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, wait_for
+
+pytestmark = pytest.mark.live
 
 SUBMITTERS = 20
 

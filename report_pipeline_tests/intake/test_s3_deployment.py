@@ -20,6 +20,8 @@ from report_pipeline.defs.reports.manifest_table import manifest_table
 from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def s3_env(s3, monkeypatch):

@@ -17,6 +17,8 @@ from report_pipeline.core.storage.store import PermanentStorageError, TransientS
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 def put(s3, objects: dict[str, bytes]) -> None:
     for key, data in objects.items():

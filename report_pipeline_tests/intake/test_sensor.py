@@ -16,6 +16,8 @@ from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.defs.conftest import events
 from report_pipeline_tests.intake.conftest import PAST
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def tick(instance, resources):

@@ -18,6 +18,8 @@ from report_pipeline.defs.reports.sensors import new_report_sensor
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import files_under, fixture_pdf
 
+pytestmark = pytest.mark.slow
+
 
 class Faults:
     """Faults injected at the S3 boundary of one client: downloads reset while `reads_fail`,

@@ -16,6 +16,8 @@ from report_pipeline_tests.clock import month
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.intake.live import free_port
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch) -> Path:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.archive.manifest import build_manifest, sequenced
 from report_pipeline.core.archive.summary import summary
 from report_pipeline.core.model.wording import plural
 from report_pipeline.defs.reports.sensors import MAX_READS_PER_TICK, new_report_sensor
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF, record
+
+pytestmark = pytest.mark.slow
 
 
 def test_plural_is_singular_for_exactly_one():

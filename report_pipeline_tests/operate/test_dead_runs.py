@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from report_pipeline import definitions
 from report_pipeline.defs.deployment.deployment import deployment
@@ -24,6 +25,8 @@ from report_pipeline.defs.reports.dead_runs import (
 )
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate.test_reexecution import MONTH, assert_one_complete_manifest
+
+pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,11 +13,15 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.retention import deletion_log
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
+
+pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
 _NEVER_EXITED = []  # a dead worker's workdir: its `finally` never runs

@@ -26,6 +26,8 @@ from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import LiveDagster, running_dagster, wait_for
 from report_pipeline_tests.operate.test_reexecution import MONTH, assert_one_complete_manifest
 
+pytestmark = pytest.mark.live
+
 LOGS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
     events { __typename ... on MessageEvent { message stepKey } } } } }"""
 SETTINGS = stage_report_run_config({"pages_per_task": 20})  # 7 tasks: op config, per run

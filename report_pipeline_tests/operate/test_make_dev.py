@@ -12,6 +12,8 @@ import pytest
 from report_pipeline_tests.intake.live import wait_for
 from report_pipeline_tests.operate.devserver import make_dev, wait_until
 
+pytestmark = pytest.mark.live
+
 CAPTURES = """query($r: ID!) { logsForRun(runId: $r) { ... on EventConnection {
     events { __typename ... on LogsCapturedEvent { fileKey stepKeys } } } } }"""
 METADATA = """query($k: [String!]!) { capturedLogsMetadata(logKey: $k) {

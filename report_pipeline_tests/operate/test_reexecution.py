@@ -24,6 +24,8 @@ from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.operate import reexec_job
 from report_pipeline_tests.operate.reexec_job import FAULT
 
+pytestmark = pytest.mark.live
+
 MONTH = "2026-10"
 WORKER = f"""
 import dagster as dg

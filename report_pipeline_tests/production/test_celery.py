@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from devstack import local_celery
 from report_pipeline.core.model.settings import TARGET_UNITS
@@ -33,6 +34,8 @@ from report_pipeline_tests.production.celery_cluster import (
     step_counts,
 )
 from report_pipeline_tests.production.conftest import Backend
+
+pytestmark = pytest.mark.live
 
 
 def assert_checks_passed(instance: dg.DagsterInstance, run_id: str) -> None:

@@ -22,6 +22,8 @@ from report_pipeline.defs.deployment.s3_resources import (
     production_inbox_resource,
 )
 
+pytestmark = pytest.mark.live
+
 PROBE = """import os
 from report_pipeline.definitions import defs
 print(os.environ.get("REPORT_PIPELINE_DEPLOYMENT") or "-", *sorted(defs.resources))"""

@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
 from report_pipeline_tests.postgres import PRODUCTION_YAML, REPO, production_home
+
+pytestmark = pytest.mark.live
 
 SHARED_SECTIONS = [
     "telemetry", "concurrency", "run_queue", "python_logs", "run_monitoring", "run_retries"

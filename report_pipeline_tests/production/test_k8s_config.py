@@ -22,6 +22,8 @@ from report_pipeline.defs.deployment import k8s_executor
 from report_pipeline_tests.postgres import PRODUCTION_YAML
 from report_pipeline_tests.production import k8s_chart as chart
 
+pytestmark = pytest.mark.live
+
 PROBE = """import dagster as dg
 from report_pipeline.definitions import defs
 job = defs.resolve_job_def("extract_report_job")

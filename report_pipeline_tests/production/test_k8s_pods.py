@@ -20,6 +20,8 @@ from report_pipeline.definitions import build_defs
 from report_pipeline.defs.deployment import k8s_executor
 from report_pipeline_tests.production import k8s_chart as chart
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture
 def executor_config(monkeypatch) -> dict:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from devstack.local_postgres import fresh_database
 from report_pipeline_tests.intake.live import finished, launch_backfill, running_dagster, wait_for
 from report_pipeline_tests.postgres import PRODUCTION_YAML, production_home
 from report_pipeline_tests.production.conftest import Backend
+
+pytestmark = pytest.mark.live
 
 BACKFILL = ["2026-07", "2026-08", "2026-09"]
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {

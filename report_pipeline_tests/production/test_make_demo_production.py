@@ -13,7 +13,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from report_pipeline_tests.postgres import REPO
+
+pytestmark = pytest.mark.live
 
 THROWAWAYS = f"{tempfile.gettempdir()}/report_pipeline-pg-*"  # local_postgres.throwaway_server
 

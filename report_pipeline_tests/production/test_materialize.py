@@ -5,9 +5,12 @@ and compute logs in the same bucket, every object encrypted."""
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.definitions import build_defs
+
+pytestmark = pytest.mark.live
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 MONTH = "2026-06"  # a month no other test in this folder uses

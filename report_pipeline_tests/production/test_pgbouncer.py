@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dagster as dg
 import psycopg2
+import pytest
 import yaml
 
 from devstack.local_pgbouncer import pgbouncer, pooling_settings
 from report_pipeline_tests.postgres import test_database
+
+pytestmark = pytest.mark.live
 
 
 @dg.op

@@ -11,6 +11,8 @@ import pytest
 from devstack.local_postgres import SHARED, answering, local_server
 from report_pipeline_tests.postgres import FORCE_ENV, Database, test_database
 
+pytestmark = pytest.mark.live
+
 
 def test_the_session_database_is_new_and_uniquely_named(postgres: Database):
     assert postgres.execute("SELECT current_database()") == (postgres.name,)

@@ -28,6 +28,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.intake.live import LiveDagster, launch_backfill, place, wait_for
 from report_pipeline_tests.operate.devserver import LAUNCH, make_dev
 
+pytestmark = pytest.mark.live
+
 MONTHS = ["2026-08", "2026-09", "2026-10"]  # 2026-08: no report in the inbox
 ARCHIVED = MONTHS[1:]
 ASSET = dg.AssetKey("report_manifest")

@@ -16,6 +16,8 @@ from playwright.sync_api import Locator, Page, expect
 from report_pipeline_tests.intake.live import SENSOR, LiveDagster, place, wait_for
 from report_pipeline_tests.operate.devserver import make_dev
 
+pytestmark = pytest.mark.live
+
 MONTH = "2026-10"  # the inbox folder that holds the fixture, and the partition launched
 ASSET = "report_manifest"
 MONTH_CHECKS = ["manifest_complete", "archive_matches_manifest"]

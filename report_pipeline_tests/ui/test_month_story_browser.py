@@ -25,6 +25,7 @@ from pathlib import Path
 
 import dagster as dg
 import pymupdf
+import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -37,6 +38,8 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.intake.live import BIN, LiveDagster, wait_for
 from report_pipeline_tests.operate.devserver import make_dev
+
+pytestmark = pytest.mark.live
 
 MONTH = "2026-10"  # a month long closed, whatever today is
 ASSETS = (dg.AssetKey("report_manifest"), dg.AssetKey("manifest_table"))

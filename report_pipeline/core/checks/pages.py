@@ -1,6 +1,6 @@
 """Per-month check on the revision's pages: every page drawn whole, or accepted as it is.
 
-A damaged page (a content stream broke off: core/pdf/breaks.py) is accounted for by its own
+A damaged page (a content stream broke off: core/draws/breaks.py) is accounted for by its own
 row, so it does not make the manifest incomplete (`manifest_complete` passes); this check names
 it until a reviewer accepts it as it is (core/review/pages.py). A rejected page keeps it
 warning, with the reviewer's note as the reason.

@@ -65,8 +65,9 @@ class PageTask:
     images: int
     queued_at: str
     cpu_budget_s: float = 0.0  # CPU its decoders may use: its share of the report's budget
-    # (page, n): inline images a page begins that MuPDF never reads, recorded as quarantined
-    unread_inline: tuple[tuple[int, int], ...] = ()
+    # (page, n, whole): inline images a page begins that MuPDF never reads, recorded as
+    # quarantined; `whole` of them complete (BI … EI), the rest cut off by the content's end
+    unread_inline: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

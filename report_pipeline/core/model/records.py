@@ -148,7 +148,7 @@ class Metrics:
 
 @dataclass(frozen=True)
 class Break:
-    """A content stream of a page whose operators were cut off (core/pdf/breaks.py)."""
+    """A content stream of a page whose operators were cut off (core/draws/breaks.py)."""
 
     reason: str  # stream_unreadable | stream_cut_off | page_unloadable
     stream: str  # which: "page content (object 7)", "form (object 12)", "annotation/form (…)"
@@ -158,7 +158,7 @@ class Break:
 
 @dataclass(frozen=True)
 class PageStreams:
-    """What the page walk found about one page's content streams (core/pdf/breaks.py): how
+    """What the page walk found about one page's content streams (core/draws/breaks.py): how
     many broke off, what broke off (the first few), the sha256 of their raw bytes, and how many
     MuPDF repaired."""
 

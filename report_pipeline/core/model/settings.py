@@ -12,17 +12,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-# 2: every draw by any path, its origin; isolated decoding; new classes. 3: every spelling of a
-# filter chain read (indirect, /F and /DP, abbreviated names), so the caps hold on all of them.
-# 4: an image refused by a check on its stream (signature, caps, header size) keeps that stream
-# as quarantine evidence, as one that fails to decode does, so a reviewer can look and decide.
-# 5: archived PNGs hold pixels only (no source ICC, EXIF or text), a JPEG whose components
-# disagree with its declared colour space is drawn as MuPDF draws it, and complete streams that
-# fail get their own reasons (unsupported_precision, colorspace_mismatch), not `truncated`.
-# 6: what a viewer does not show (optional content off, hidden annotations) is recorded hidden
-# and not archived, and patterns and soft masks count at each paint that uses them; a page is
-# damaged only when a content stream's operators are cut off, and then it is a page-level
-# quarantine, not an incomplete month; streams MuPDF repairs are counted, not broken.
+# Raised by one whenever extraction produces something else for the same bytes; what each
+# version changed: docs/develop.md ("What each extractor version changed").
 EXTRACTOR_VERSION = "6"
 
 
@@ -38,7 +29,7 @@ class Limits:
     # viewer; only its permission flags differ) is refused as `encrypted` too
     refuse_encrypted: bool = False
     # True: images a viewer does not show (optional content that is off, hidden or NoView
-    # annotations: core/pdf/visibility.py) are decoded and archived like the rest, each
+    # annotations: core/draws/visibility.py) are decoded and archived like the rest, each
     # record still saying why it is hidden; False: they are records of state `hidden`, never read
     archive_hidden: bool = False
 
@@ -63,19 +54,9 @@ class RetentionPolicy:
         return timedelta(minutes=self.lease_minutes + self.work_minutes)
 
 
-# Estimated work per task (core/plan/sizing.py: one unit is ~0.02 s of plain-loop work),
-# per executor: each task is two steps, and a step's fixed cost depends on where it runs.
-# In-process (~0.16-0.22 s a step on Postgres + S3): 400 units, ~8 s, keeps it near 2-4%.
-# On Celery a step cost 0.64-0.75 s more (0.22 s since the S3 clients share botocore's models)
-# and a run ~0.6-2 s more (bench/HISTORY.md, `python -m bench.celery`): a report spread over two
-# groups paid ~6-7 s that an in-process run does not (now ~2 s: 1.07x measured).
-# 1000 units (~20 s of plain-loop work, ~30-40 s on Postgres + S3 here) keeps that under 25% for
-# the smallest report that spreads (just over 1000 units: two groups of half that); below it a
-# report is one group, and runs of different months are what fill the workers.
-# On Kubernetes (k8s_job_executor) every step is a new pod: scheduling, container start, Python
-# and the definitions, ~5-10 s a step by the usual figures for a cached image, NOT measured here
-# (no cluster). 3000 units (~60 s of plain-loop work) would keep two such steps per task near
-# 25%; measure a step's cost on the real cluster and set this from it.
+# Estimated work per task (core/plan/sizing.py: a unit is ~0.02 s of plain-loop work), per
+# executor, so a step's fixed cost stays a small share of its work; k8s is an estimate, not
+# measured here. Why these: docs/performance.md ("On Celery workers"), bench/HISTORY.md.
 TARGET_UNITS = {"in_process": 400.0, "celery": 1000.0, "k8s": 3000.0}
 
 

@@ -1,4 +1,2 @@
-"""Reading a PDF's pages and finding every image they draw (PyMuPDF): the page walk's
-interpreter (drawn.py) and what it follows (forms, patterns, soft masks, Type 3 glyphs,
-annotations, optional content), damaged content streams, and reopening a file to bound memory.
-Decodes nothing; validate/ does."""
+"""Reading a PDF with PyMuPDF: opening it, listing the images a page draws as `ImageRef`s
+(pages.py, from draws/), and reopening a file to bound memory page by page (reopening.py)."""

@@ -9,8 +9,8 @@ from pathlib import Path
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws.drawn import Draw, TooManyDraws, page_draws
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.pdf.drawn import Draw, TooManyDraws, page_draws
 
 MAX_DRAWS_PER_PAGE = 10_000
 MAX_DRAWS_PER_REPORT = 50_000  # one child record each: keeps the manifest well under its cap
@@ -49,7 +49,7 @@ class ImageRef:
     origin: str = "xobject"
     inline: object = field(default=None, compare=False, repr=False)
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
-    hidden: str = ""  # why a viewer does not show it (core/pdf/visibility.py); "" when shown
+    hidden: str = ""  # why a viewer does not show it (core/draws/visibility.py); "" when shown
 
 
 # a page's image draws in order: (origin, xref; 0: inline, why it is hidden; "": shown)

@@ -43,8 +43,9 @@ def read_plan(store: Store, ref: RevisionRef) -> Plan:
 def plan_from_json(data: bytes, ref: RevisionRef) -> Plan:
     record = json.loads(data)
     tasks = tuple(
-        PageTask(ref, **{**task, "unread_inline": tuple(
-            (page, n) for page, n in task.get("unread_inline", ()))})
+        PageTask(ref, **{**task, "unread_inline": tuple(  # a plan before whole ones: all cut off
+            (page, n, whole[0] if whole else 0)
+            for page, n, *whole in task.get("unread_inline", ()))})
         for task in record.get("tasks", [])
     )  # fmt: skip
     streams = {int(page): PageStreams(count) for page, count in record.get("broken", {}).items()}

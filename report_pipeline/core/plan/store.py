@@ -30,14 +30,14 @@ def budget(share: float, decode: DecodeSettings) -> float:
 def plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
     target_units: float, decode: DecodeSettings, streams: dict[int, PageStreams] | None = None,
-    unread: dict[int, int] | None = None,
+    unread: dict[int, tuple[int, int]] | None = None,
 ) -> list[PageTask]:  # fmt: skip
     """The revision's tasks, and its plan in the store: the images expected per page (an inline
     image MuPDF never reads counts: it is recorded, `unread`), and the pages whose content
     streams broke off (damaged) or were repaired (`streams`)."""
     queued_at = iso(utc_now())
     unread = unread or {}
-    counts = [(images + unread.get(page, 0), pixels)
+    counts = [(images + unread.get(page, (0, 0))[0], pixels)
               for page, (images, pixels) in enumerate(counts, start=1)]  # fmt: skip
     groups = group_pages(counts, pages_per_task, target_units)
     units = [page_cost(*count) for count in counts]
@@ -45,7 +45,7 @@ def plan(
     tasks = [
         PageTask(ref, g.key, g.first_page, g.last_page, g.images, queued_at,
                  budget(sum(units[g.first_page - 1 : g.last_page]) / total, decode),
-                 tuple((p, n) for p, n in sorted(unread.items())
+                 tuple((p, n, whole) for p, (n, whole) in sorted(unread.items())
                        if g.first_page <= p <= g.last_page))
         for g in groups
     ]  # fmt: skip

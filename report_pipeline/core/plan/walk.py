@@ -25,10 +25,11 @@ from pathlib import Path
 
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import breaks
+from report_pipeline.core.draws.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
+from report_pipeline.core.draws.operators import cut_off
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.pdf import breaks
-from report_pipeline.core.pdf.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
 from report_pipeline.core.pdf.pages import (
     MAX_DRAWS_PER_REPORT,
     Draws,
@@ -56,6 +57,7 @@ class PageWalked:
     pixels: int  # declared, summed over the page's draws
     streams: dict | None  # breaks.to_wire: content streams that broke off or were repaired
     unread: int  # inline images the page's content begins that MuPDF never read
+    whole: int  # of those, the ones whose BI … ID … EI is complete (not cut off)
     draws: dict  # pdf.pages.compact
 
 
@@ -72,7 +74,8 @@ class Walked:
     draws: list[Draws]  # per page: what the decoders draw without walking it again
     # page: its content streams that broke off (what followed is unknown) or were repaired
     streams: dict[int, PageStreams]
-    unread: dict[int, int]  # page: inline images its content begins that MuPDF never read
+    # page: (inline images its content begins that MuPDF never read, how many of them are whole)
+    unread: dict[int, tuple[int, int]]
 
 
 def image_counts(path: Path, pages: int, settings: DecodeSettings) -> Walked:
@@ -95,7 +98,7 @@ def _collect(child: Child, pages: int, settings: DecodeSettings) -> Walked:
     counts: list[tuple[int, int]] = []
     draws: list[Draws] = []
     streams: dict[int, PageStreams] = {}
-    unread: dict[int, int] = {}
+    unread: dict[int, tuple[int, int]] = {}
     deadline = time.monotonic() + settings.walk_seconds
     with selectors.DefaultSelector() as selector:
         selector.register(child.sock, selectors.EVENT_READ)
@@ -120,7 +123,7 @@ def _collect(child: Child, pages: int, settings: DecodeSettings) -> Walked:
             counts.append((msg.images, msg.pixels))
             draws.append(expand(msg.draws))
             if msg.unread:
-                unread[len(counts)] = msg.unread
+                unread[len(counts)] = (msg.unread, min(msg.whole, msg.unread))
             if msg.streams:
                 streams[len(counts)] = breaks.from_wire(msg.streams)
     child.reap()
@@ -157,11 +160,12 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
         try:
             _annotations_within_limit(doc, number)
             refs, streams = walk_page(doc, number)
-            unread = _unread_inline_images(doc, number, refs)
+            unread, whole = _unread_inline_images(doc, number, refs)
         except MemoryError:
             raise
         except mupdf.FzErrorFormat as error:  # MuPDF cannot load the page (a cycle in its
-            refs, streams, unread = [], breaks.unloadable(doc, number, error), 0  # resources)
+            refs, streams = [], breaks.unloadable(doc, number, error)  # resources)
+            unread = whole = 0
         except Exception as error:  # a limit, or whatever else MuPDF raises on a page
             reason, detail = _limit(error)
             wire.send(sock, WalkStopped(page=number, reason=reason, detail=detail))
@@ -173,7 +177,7 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
         draws = compact([(r.origin, r.xref, r.hidden) for r in refs])
-        wire.send(sock, PageWalked(images=len(refs), pixels=pixels, unread=unread,
+        wire.send(sock, PageWalked(images=len(refs), pixels=pixels, unread=unread, whole=whole,
                                    streams=breaks.to_wire(streams), draws=draws))  # fmt: skip
 
 
@@ -202,14 +206,22 @@ def _annotations_within_limit(doc, number: int) -> None:
 _INLINE = re.compile(rb"(?<![^\s\]>)}])BI\s")  # the BI operator, as a token
 
 
-def _unread_inline_images(doc, number: int, refs: list) -> int:
-    """Inline images the page's own content stream begins (`BI`) that MuPDF never handed over:
-    one cut off by the end of the stream, or past an error it stopped at. Poppler lists such an
-    image; here it becomes a record, quarantined `truncated` (core/steps.py), never
-    silently absent. (Counted on the page's content only, where `origin` is "inline".)"""
-    begun = len(_INLINE.findall(doc[number - 1].read_contents()))
+def _unread_inline_images(doc, number: int, refs: list) -> tuple[int, int]:
+    """Inline images the page's own content stream begins (`BI`) that MuPDF never handed over,
+    and how many of them are whole. Poppler lists such an image; here it becomes a record,
+    quarantined (core/steps.py), never silently absent. (Counted on the page's content only,
+    where `origin` is "inline".)
+
+    One the end of the content cuts off (the last one begun: `operators.cut_off`) is
+    `truncated`; any other has its whole BI … ID … EI, and MuPDF did not read it: it could not
+    load it (a colour space, filter or parameter it does not know: an inline /CalRGB, which
+    needs a dictionary) and went on, or it stopped reading the content before it."""
+    content = doc[number - 1].read_contents()
+    begun = len(_INLINE.findall(content))
     read = sum(ref.origin == "inline" for ref in refs)
-    return max(0, begun - read)
+    unread = max(0, begun - read)
+    cut = unread > 0 and cut_off(content) == "inside an inline image"
+    return unread, unread - cut
 
 
 def _limit(error: Exception) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """A damaged page as a page-level quarantine: listed for review, and decided on as it is.
 
-A page is damaged when one of its content streams broke off (core/pdf/breaks.py): what the
+A page is damaged when one of its content streams broke off (core/draws/breaks.py): what the
 stream would have drawn after the break is unknown. Its images drawn before the break are
 records like any other; the page itself waits for a reviewer, who compares it with the report:
 **accept** it as it is (what it shows is what there is: the month's `pages_drawn_whole` check

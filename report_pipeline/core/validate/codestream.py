@@ -203,17 +203,44 @@ def _check_region(data: bytes, start: int, page: tuple[int, int | None]) -> None
 def jbig2_global_sizes(data: bytes) -> list[tuple[int, int]]:
     """The sizes a /JBIG2Globals stream states: of any page information (48) or region segment
     in it. MuPDF allocates them as it reads the globals, so they meet the caps too (a striped
-    height, 0xFFFFFFFF, counts as 0)."""
+    height, 0xFFFFFFFF, counts as 0).
+
+    Read as jbig2dec, MuPDF's decoder, reads them, never stopping before it does: a header or
+    data that runs past the end is where it stops (it waits for more, and none comes: bytes
+    that are no segment at all, 32 bytes of DEADBEEF, are ignored and the image decodes); a
+    referred-to segment count of 5 or 6 is read as any other; a segment type it does not know
+    is skipped, and reading goes on (it warns, and reads on). Nothing here refuses the image:
+    only a stated size over the caps does."""
     i, sizes = 0, []
-    while i < len(data):
-        kind, start, length = jbig2_segment(data, i)
-        if kind == 48 or kind in JBIG2_REGIONS:
+    while True:
+        header = _jbig2dec_header(data, i)
+        if header is None:
+            break
+        kind, start, length = header
+        if (kind == 48 or kind in JBIG2_REGIONS) and start + 8 <= len(data):
             width, height = _be(data, start, 4, "JBIG2 size"), _be(data, start + 4, 4, "JBIG2 size")
             sizes.append((width, 0 if height == 0xFFFFFFFF else height))
-        if length == 0xFFFFFFFF:
+        if length == 0xFFFFFFFF or start + length > len(data):
             break
         i = start + length
     return sizes
+
+
+def _jbig2dec_header(data: bytes, i: int) -> tuple[int, int, int] | None:
+    """(type, data offset, data length) of the segment header at `i` as jbig2dec parses it
+    (any type, any short referred-to count), or None when the header runs past the end."""
+    if i + 11 > len(data):
+        return None
+    number, flags, count = int.from_bytes(data[i : i + 4], "big"), data[i + 4], data[i + 5] >> 5
+    j = i + 6
+    if count == 7:
+        count = int.from_bytes(data[i + 5 : i + 9], "big") & 0x1FFFFFFF
+        j = i + 9 + (count + 8) // 8
+    j += count * (1 if number <= 256 else 2 if number <= 65536 else 4)
+    j += 4 if flags & 0x40 else 1
+    if j + 4 > len(data):
+        return None
+    return flags & 0x3F, j + 4, int.from_bytes(data[j : j + 4], "big")
 
 
 SIZES = {"DCTDecode": jpeg_size, "JPXDecode": jpx_size, "JBIG2Decode": jbig2_size}

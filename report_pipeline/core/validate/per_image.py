@@ -173,11 +173,21 @@ def _short(warnings: str) -> bool:
 def _explained(
     doc: pymupdf.Document, xref: int, ref: ImageRef | None, fallback: Quarantined, said: str
 ) -> Quarantined:
-    """`fallback`, or the reason the image's JPEG gives for MuPDF's failure (shortfall.py)."""
+    """`fallback`, or the reason the image's JPEG, or its bilevel codec and what it declares,
+    gives for MuPDF's failure (shortfall.py)."""
     if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
-        jpeg = inline.raw_bytes(ref) if inline.declared_type(ref) == "jpeg" else None
+        kind = inline.declared_type(ref)
+        if kind == "ccittfax" and not ref.inline.m_internal.imagemask:
+            return shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
+        jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
+    if filters and filters[-1] in shortfall.BILEVEL:
+        stencil = doc.xref_get_key(xref, "ImageMask")[1] == "true"
+        bpc = declared_int(doc, xref, "BitsPerComponent")[0]
+        return shortfall.bilevel(
+            fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
+        )
     if not filters or filters[-1] != "DCTDecode":
         return fallback
     raw = doc.xref_stream_raw(xref)  # within the stream cap: checked before the decode

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from report_pipeline.core.model.outcome import QUARANTINE_REASONS
+
 
 class Quarantined(Exception):
     """Bad bytes: never retried, kept for review with a stable reason code."""
 
     def __init__(self, reason: str, detail: str) -> None:
+        if reason not in QUARANTINE_REASONS:  # a programming error, not bad input
+            raise ValueError(f"{reason!r} is not a quarantine reason (QUARANTINE_REASONS)")
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail

@@ -8,6 +8,10 @@ would call every failure `truncated`. A JPEG's own structure tells more, without
   `colorspace_mismatch` (more components are read as the page draws them, and never padded);
 - a JPEG that reaches its EOI marker did not end early, so its data is at fault: `undecodable`,
   with what libjpeg said.
+A JBIG2 or CCITT fax stream decodes to one component of 1 bit a pixel, whatever the dictionary
+declares: a colour space or depth that takes more (a JBIG2 image declared /DeviceRGB with 8 bits
+a component) leaves MuPDF short of samples however complete the stream is:
+`colorspace_mismatch` (`bilevel`).
 Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
 """
 
@@ -54,3 +58,22 @@ def explain(
             "undecodable", f"the JPEG is complete (it reaches EOI) but does not decode{why}"
         )
     return fallback
+
+
+BILEVEL = {"JBIG2Decode": "JBIG2", "CCITTFaxDecode": "CCITT fax"}  # one 1-bit component a pixel
+
+
+def bilevel(fallback: Quarantined, codec: str, declared: int | None, bpc: int) -> Quarantined:
+    """What to quarantine an image MuPDF padded for, when its codec (`codec`, the last filter)
+    is one that decodes to one 1-bit component a pixel and the dictionary declares more:
+    `declared` components (None when unknown, or a stencil mask) of `bpc` bits."""
+    if fallback.reason != "truncated" or codec not in BILEVEL or not declared or bpc < 1:
+        return fallback
+    if declared * bpc <= 1:
+        return fallback
+    components = f"{declared} colour component{'s' * (declared != 1)}"
+    return Quarantined(
+        "colorspace_mismatch",
+        f"{BILEVEL[codec]} decodes to one 1-bit component a pixel; its declared colour space "
+        f"and /BitsPerComponent take {components} of {bpc} bits",
+    )

@@ -107,13 +107,9 @@ def worker_app_args() -> dict[str, Any]:
     }
 
 
-# How often the run polls Redis for finished steps. dagster-celery's loop sleeps a hard-coded
-# TICK_SECONDS = 1 between polls (dagster_celery/core_execution_loop.py, read at each sleep), so
-# every step's result waited 0.5 s on average, and each level of the graph (stage, extract,
-# archive, publish) at least that before the next was submitted: ~2 s of a run's ~3 s fixed
-# Celery cost (bench/HISTORY.md). A poll asks Redis once per step in flight (GET, well under a
-# millisecond). Set when the executor is chosen, i.e. in the process that runs the loop
-# (defs/deployment/library_seams.py, where its test is).
+# How often the run polls Redis for finished steps, instead of dagster-celery's hard-coded 1 s
+# (what that cost: docs/performance.md, "On Celery workers"). Set when the executor is chosen,
+# in the process that runs the loop (defs/deployment/library_seams.py, where its test is).
 POLL_SECONDS = 0.2
 
 

@@ -43,10 +43,10 @@ BUCKET_ENV = "REPORT_PIPELINE_S3_BUCKET"  # the private bucket (store, op output
 IO_PREFIX = "dagster/io"  # op outputs; beside the store's staged/, work/ and archive/
 # Every job's executor is set once, on the Definitions (jobs inherit it): `executor_for()`.
 # The executor also sets the default task size (`settings.target_task_units`), at load.
-# The default in every deployment: in-process, a step costs ~0.04 s (bench/HISTORY.md), not
-# seconds for a process per step; partitions run concurrently as separate runs through the run
-# queue. REPORT_PIPELINE_EXECUTOR=celery sends each step to a Celery worker instead, and
-# REPORT_PIPELINE_EXECUTOR=k8s runs each in its own Kubernetes pod (production only, both).
+# The default in every deployment: in-process, steps are cheap (docs/performance.md) and months
+# run concurrently as separate runs through the run queue. REPORT_PIPELINE_EXECUTOR=celery sends
+# each step to a Celery worker instead, and REPORT_PIPELINE_EXECUTOR=k8s runs each in its own
+# Kubernetes pod (production only, both).
 EXECUTOR = dg.in_process_executor
 EXECUTOR_ENV = "REPORT_PIPELINE_EXECUTOR"
 IN_PROCESS, CELERY, K8S = "in_process", "celery", "k8s"

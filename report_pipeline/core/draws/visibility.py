@@ -9,8 +9,9 @@ with "View": the document's default configuration, its intents and usage diction
 annotation flags MuPDF's renderer honours:
 
 - `optional_content_off`: drawn inside marked content (`/OC /L BDC … EMC`) whose optional
-  content group or membership dictionary is off, by an image or form XObject whose own /OC is
-  off, or by an annotation whose /OC is off;
+  content group or membership dictionary is off, by an image or form XObject drawn (`Do`) with
+  its own /OC off, or by an annotation whose /OC is off (MuPDF tests an XObject's /OC at a
+  `Do` only: an annotation's appearance is drawn whatever its own /OC says);
 - `annotation_hidden`: in the appearance of an annotation flagged Invisible (1), Hidden (2) or
   NoView (32). MuPDF's renderer never looks at the first two, so their normal appearance is
   run here.
@@ -25,15 +26,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from pymupdf import mupdf
 
-from report_pipeline.core.pdf.callbacks import guarded
+from report_pipeline.core.draws import tiles
+from report_pipeline.core.draws.callbacks import guarded
 
 OPTIONAL_CONTENT_OFF = "optional_content_off"
 ANNOTATION_HIDDEN = "annotation_hidden"
 USAGE = "View"  # the renderer's usage for a page on screen
 _INVISIBLE, _HIDDEN, _NO_VIEW = 1, 2, 32  # annotation flags (/F)
+# operators (as bytes anywhere in a stream: `scn`, `SCN` too) by which a stream run in a fresh
+# graphics state may draw an image, but for a Type3 font's glyphs (`Tf`)
+_IMAGE_OPERATORS = (b"Do", b"BI", b"sc", b"SC", b"gs")
 
 
 class Visibility:
@@ -43,6 +49,8 @@ class Visibility:
         # blocks open, and it carries into the forms, patterns and masks run from there
         self.marked_off = 0
         self.hiding: list[str] = []  # why the streams being run are hidden (a form's own /OC)
+        self.type3_fonts: dict[int, bool] = {}  # font object -> a Type3 font (annotations)
+        self.page_type3: bool | None = None  # the page's resources name a Type3 font
         for op in ("op_BDC", "op_BMC", "op_EMC"):
             getattr(self, f"use_virtual_{op}")()
 
@@ -101,22 +109,88 @@ class Visibility:
 
     # -- annotations ----------------------------------------------------------------------
     def annotation(self, annot: mupdf.PdfAnnot) -> None:
-        """Run an annotation's appearance as MuPDF's renderer runs it (a processor of its own:
-        no marked content carried over from the page), with the reason a viewer hides it."""
+        """Run an annotation's appearance as MuPDF's renderer runs it (`pdf_run_annot`: a
+        processor of its own, no marked content carried over from the page), with the reason a
+        viewer hides it. The appearance is the one MuPDF's renderer draws: the one it made when
+        it loaded the page, where it made one (a form that asks for new appearances, an unsigned
+        signature field, an annotation without one), else the file's. A widget that is no form
+        field (no /FT or no /T, itself or inherited) is never drawn: no record."""
         obj = mupdf.pdf_annot_obj(annot)
+        if not drawn_widget(obj):
+            return
         flags = mupdf.pdf_dict_get_int(obj, mupdf.PDF_ENUM_NAME_F)
         reason = ANNOTATION_HIDDEN if flags & (_INVISIBLE | _HIDDEN | _NO_VIEW) else ""
         if not reason and self.off(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_OC)):
             reason = OPTIONAL_CONTENT_OFF
         self.marked_off = 0
         self.hiding = [reason] if reason else []
+        mupdf.pdf_annot_push_local_xref(annot)  # MuPDF's own appearances, as its renderer
         try:
+            if self.made_without_images(annot):
+                return
             if flags & (_INVISIBLE | _HIDDEN):  # MuPDF's processor would not look at it
                 if mupdf.pdf_annot_type(annot) != mupdf.PDF_ANNOT_POPUP:  # never drawn
                     appearance = mupdf.pdf_annot_ap(annot)
                     if appearance.m_internal:
-                        self.form(appearance)
+                        self._placed(annot)  # as MuPDF's processor places a shown one
+                        self.form(appearance, appearance=True)
             else:
                 self.running([], lambda: mupdf.pdf_process_annot(self, annot, self.cookie))
         finally:
+            mupdf.pdf_annot_pop_local_xref(annot)
             self.hiding = []
+
+    def _placed(self, annot: mupdf.PdfAnnot) -> None:
+        """The transformation MuPDF's processor sets (`cm`) before an annotation's appearance."""
+        m, ctm = mupdf.pdf_annot_transform(annot), self.paint.ctm
+        placed = (m.a, m.b, m.c, m.d, m.e, m.f)
+        self.paint = replace(self.paint, ctm=None if ctm is None else tiles.concat(placed, ctm))
+
+    def made_without_images(self, annot: mupdf.PdfAnnot) -> bool:
+        """True when the annotation's appearance is one MuPDF made (no object of the file: read
+        with the annotation's local xref pushed) and it cannot draw an image: none of the
+        operators that can (`_IMAGE_OPERATORS`), and no Type3 font in its resources or the
+        page's for a `Tf`. Running it would add no record and cannot break off, at a cost:
+        MuPDF makes one for every field of a form that asks for new appearances."""
+        try:
+            appearance = mupdf.pdf_annot_ap(annot)
+            if not appearance.m_internal or not mupdf.pdf_is_local_object(self.doc, appearance):
+                return False
+            content = mupdf.fz_buffer_extract(mupdf.pdf_load_stream(appearance))
+            if any(operator in content for operator in _IMAGE_OPERATORS):
+                return False
+            if b"Tf" not in content:
+                return True
+            if self.page_type3 is None:
+                self.page_type3 = self.type3(mupdf.pdf_page_resources(mupdf.pdf_annot_page(annot)))
+            return not (self.page_type3 or self.type3(mupdf.pdf_xobject_resources(appearance)))
+        except mupdf.FzErrorBase:  # judged where it runs
+            return False
+
+    def type3(self, resources: mupdf.PdfObj) -> bool:
+        """`resources` name a Type3 font (each font object looked at once a page)."""
+        fonts = mupdf.pdf_dict_get(resources, mupdf.PDF_ENUM_NAME_Font)
+        for i in range(mupdf.pdf_dict_len(fonts)):
+            font = mupdf.pdf_dict_get_val(fonts, i)
+            number = mupdf.pdf_to_num(font)
+            known = self.type3_fonts.get(number) if number else None
+            if known is None:
+                subtype = mupdf.pdf_dict_get(font, mupdf.PDF_ENUM_NAME_Subtype)
+                known = bool(mupdf.pdf_name_eq(subtype, mupdf.PDF_ENUM_NAME_Type3))
+                if number:
+                    self.type3_fonts[number] = known
+            if known:
+                return True
+        return False
+
+
+def drawn_widget(obj: mupdf.PdfObj) -> bool:
+    """False for a widget annotation MuPDF's renderer never draws: one without a field type
+    (/FT) or a field name (/T), itself or inherited from its parent fields; True otherwise."""
+    subtype = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Subtype)
+    if not mupdf.pdf_name_eq(subtype, mupdf.PDF_ENUM_NAME_Widget):
+        return True
+    return all(
+        mupdf.pdf_dict_get_inheritable(obj, key).m_internal
+        for key in (mupdf.PDF_ENUM_NAME_FT, mupdf.PDF_ENUM_NAME_T)
+    )

@@ -18,7 +18,7 @@ The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics st
 - the visibility it starts in (marked content off, an XObject's /OC; optional content itself is
   the document's, the same all walk);
 - the text state: the font it starts with (text without `Tf` uses it), the one a pattern
-  selected inside it runs its cell's text in (`paints`: `base`), each pattern's, and the Type3
+  selected inside it runs its cell's text in (`paints`: `text_base`), each pattern's, and the Type3
   fonts whose glyphs are being run (inside its own glyphs a font is a substitute: `type3`).
 What nests inside it (forms, patterns, glyphs) is part of the one run. A run is not kept, and
 the next paint runs it again, counted, when it cannot stand for the next: a stream it ran made

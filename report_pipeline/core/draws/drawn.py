@@ -13,19 +13,20 @@ images are MuPDF's parsed objects.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import tiles
+from report_pipeline.core.draws.breaks import Streams, label, parts
+from report_pipeline.core.draws.callbacks import entry, guarded
+from report_pipeline.core.draws.paints import BASE, FRESH, Paint, Paints
+from report_pipeline.core.draws.replays import Replays
+from report_pipeline.core.draws.type3 import Type3Glyphs
+from report_pipeline.core.draws.visibility import Visibility
+from report_pipeline.core.draws.xobjects import XObjects
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.pdf.breaks import Streams, label, parts
-from report_pipeline.core.pdf.callbacks import entry, guarded
-from report_pipeline.core.pdf.paints import BASE, FRESH, Paint, Paints
-from report_pipeline.core.pdf.replays import Replays
-from report_pipeline.core.pdf.type3 import Type3Glyphs
-from report_pipeline.core.pdf.visibility import Visibility
-from report_pipeline.core.pdf.xobjects import XObjects
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
 # Streams run for one page (forms and annotations each time they are drawn, a pattern, soft mask
@@ -69,7 +70,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
         self.resources: list[mupdf.PdfObj] = []
         self.overflow = False
-        self.streams = Streams()  # which content streams broke off (core/pdf/breaks.py)
+        self.streams = Streams()  # which content streams broke off (core/draws/breaks.py)
         self.invocations = 0
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
@@ -118,9 +119,13 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
         graphics state (None: a copy of the current one; for a glyph, a fresh one, as MuPDF
         renders a glyph into its cache: `type3`) and `font` (the font and whether one is set;
-        None: the current one; a glyph has none)."""
+        None: the current one; a glyph has none). One that is not a stream (a dictionary, direct
+        or by reference) draws nothing: MuPDF fails to open it and goes on with the next
+        operator, having lost nothing it could draw."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
+            return
+        if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return
         if len(self.path) >= MAX_NESTING:
             self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")
@@ -133,23 +138,29 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         start = (None, False) if kind == "type3" else font or (self.font, self.fonted)
         # the state a pattern selected inside starts from (`paints`: MuPDF's "gparent"): for a
         # pattern's cell, the one it paints in; for anything else, its own first state
-        base = (self.paint.render, self.font, self.fonted) if kind == "pattern" else (
+        text_base = (self.paint.render, self.font, self.fonted) if kind == "pattern" else (
             inner.render, *start)  # fmt: skip
-        key = self.replay_key(kind, stream, resources, inner, start, base)
+        key = self.replay_key(kind, stream, resources, inner, start, text_base)
         if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
             return
-        with self.recorded(key, (stream, resources, inner, self.font, start, base)):
-            self._run(kind, number, stream, resources, inner, start, base)
+        if kind in ("form", "softmask"):  # MuPDF clips to its box: a path of its own, painted
+            self.path_ops, self.begun = [], False
+            if inner.ctm is not None:  # its /Matrix, then the ctm
+                inner = replace(inner, ctm=tiles.concat(xobject_matrix(stream), inner.ctm))
+        with self.recorded(key, (stream, resources, inner, self.font, start, text_base)):
+            self._run(kind, number, stream, resources, inner, start, text_base)
 
     def _run(
-        self, kind: str, number: int, stream, resources, paint: Paint, font: tuple, base: tuple
-    ) -> None:
+        self, kind: str, number: int, stream, resources, paint: Paint, font: tuple,
+        text_base: tuple,
+    ) -> None:  # fmt: skip
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
-                 self.fonted, self.saved_fonts, self.base)  # fmt: skip
+                 self.fonted, self.saved_fonts, self.base, self.text_base)  # fmt: skip
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
-        (self.font, self.fonted), self.saved_fonts, self.base = font, [], base
+        (self.font, self.fonted), self.saved_fonts, self.text_base = font, [], text_base
+        self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
         self.path.append(kind)
         self.active.append(number)
         try:
@@ -158,7 +169,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             self.active.pop()
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
-             self.saved_fonts, self.base) = outer  # fmt: skip
+             self.saved_fonts, self.base, self.text_base) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -211,6 +222,9 @@ def page_draws(
     page = doc[page_number - 1]
     pdf_page = mupdf.pdf_page_from_fz_page(page.this)
     finder = DrawFinder(pdf_page.doc(), limit)
+    start = replace(FRESH, ctm=page_transform(pdf_page))  # as fz_run_page starts a page
+    finder.paint = start
+    finder.base = start.ctm
     contents = mupdf.pdf_page_contents(pdf_page)
     if contents.m_internal:
         _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
@@ -218,8 +232,8 @@ def page_draws(
         if not finder.invoke():
             break
         finder.path.append("annotation")
-        finder.paint, finder.saved_paints, finder.text, finder.text_draws = FRESH, [], None, []
-        finder.font, finder.fonted, finder.saved_fonts, finder.base = None, False, [], BASE
+        finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
+        finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE
         try:
             finder.annotation(annot)
         finally:
@@ -232,11 +246,25 @@ def page_draws(
     return finder.draws, finder.streams.verdicts()
 
 
+def page_transform(pdf_page: mupdf.PdfPage) -> tiles.Matrix:
+    """The page's base transform, to the device space of fz_run_page with the identity."""
+    ctm = mupdf.FzMatrix()
+    mupdf.pdf_page_transform(pdf_page, mupdf.FzRect(), ctm)
+    return (ctm.a, ctm.b, ctm.c, ctm.d, ctm.e, ctm.f)
+
+
+def xobject_matrix(xobject: mupdf.PdfObj) -> tiles.Matrix:
+    """A form's /Matrix as MuPDF reads it (pdf_xobject_matrix: the identity when there is none)."""
+    m = mupdf.pdf_dict_get_matrix(xobject, mupdf.PDF_ENUM_NAME_Matrix)
+    return (m.a, m.b, m.c, m.d, m.e, m.f)
+
+
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
     """The page's content, in a state MuPDF saved before it: one `Q` too many restores that
-    fresh state (no pattern, soft mask or font); any more are ignored, as in a form."""
+    first state (no pattern, soft mask or font; the page's transform); any more are ignored, as
+    in a form."""
     finder.resources.append(resources)
-    finder.saved_paints, finder.saved_fonts = [FRESH], [(None, False)]
+    finder.saved_paints, finder.saved_fonts = [finder.paint], [(None, False)]
     finder.running(
         parts(contents),
         lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie),

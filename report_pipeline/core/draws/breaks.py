@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws.operators import cut_off
 from report_pipeline.core.model.records import Break, PageStreams
-from report_pipeline.core.pdf.operators import cut_off
 
 UNREADABLE, CUT_OFF, UNLOADABLE = "stream_unreadable", "stream_cut_off", "page_unloadable"
 _SHORT = ("premature end of", "ignoring zlib error")  # MuPDF went on with what it had

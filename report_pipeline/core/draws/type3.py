@@ -43,12 +43,12 @@ direct dictionary by the dictionary itself.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pymupdf
 from pymupdf import mupdf
 
-from report_pipeline.core.pdf.callbacks import entry, guarded
+from report_pipeline.core.draws.callbacks import entry, guarded
 
 UNPAINTED = {3, 7}  # text rendering modes in which MuPDF paints no Type3 glyph
 CACHED, UNCACHEABLE, COLOURED = 0, 1, 2  # how MuPDF renders a glyph (`Type3Font.direct`)
@@ -215,7 +215,10 @@ class Type3Glyphs:
             self.fonts_running.append(number)
             try:
                 if proc is not None:
-                    self.run("type3", proc, own, self.paint if how else None)
+                    # in the page's state, but where the glyph is placed is not followed:
+                    # its paints' areas are unknown (`paints`)
+                    paint = replace(self.paint, ctm=None, line=None) if how else None
+                    self.run("type3", proc, own, paint)
             finally:
                 self.fonts_running.pop()
             if self.overflow or self.stopped:
