@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL_PDF = "fixtures/pdfs/image_paths.pdf"  # 9 pages, 12 draws: every way a page draws
+SMALL_PDF = "fixtures/pdfs/image_paths.pdf"  # 9 pages, 13 draws: every way a page draws
 SMALLEST = {  # module -> its arguments at the smallest size (then `--out <folder>`)
     "bench.run": ["--reports", SMALL_PDF, "--repeat", "1", "--no-per-page"],
     "bench.production": ["--reports", SMALL_PDF, "--repeat", "1"],

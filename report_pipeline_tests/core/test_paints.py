@@ -50,6 +50,9 @@ def test_a_pages_records_are_the_images_mupdf_draws_at_each_paint(page):
         (b"q /GS gs Q 0 0 10 10 re f", 0),  # Q restores the state without the mask
         (b"/GS gs BT /F 12 Tf (a) Tj 1 0 0 1 5 5 cm (b) Tj ET", 2),  # cm flushes the text
         (b"/GS gs BT /F 12 Tf 7 Tr (a) Tj ET", 0),  # a clip-only text paints nothing
+        (b"/GS gs BT (a) Tj ET", 0),  # text with no font: MuPDF shows nothing
+        (b"/GS gs Q 0 0 10 10 re f", 0),  # one Q too many: the page's first state, no mask
+        (b"/GS gs q Q Q Q 0 0 10 10 re f", 0),  # and any more are ignored
     ],
 )  # fmt: skip
 def test_what_paints_and_what_only_changes_state(content, drawn, tmp_path):

@@ -26,7 +26,7 @@ from report_pipeline_tests.intake.live import EMBEDDED, LiveDagster, place, runn
 from report_pipeline_tests.postgres import PRODUCTION_YAML, Database, production_home
 from report_pipeline_tests.production.conftest import Backend
 
-REPORT = "image_paths.pdf"  # 9 pages, 12 draws of 11 distinct images, every way a page draws
+REPORT = "image_paths.pdf"  # 9 pages, 13 draws of 11 distinct images, every way a page draws
 LAUNCH = """mutation($p: [String!], $c: RunConfigData) { launchPartitionBackfill(backfillParams: {
     assetSelection: [{path: ["report_manifest"]}], partitionNames: $p, runConfigData: $c}) {
     __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""

@@ -21,7 +21,7 @@ from pymupdf import mupdf
 from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.breaks import Streams, label, parts
 from report_pipeline.core.draws.callbacks import entry, guarded
-from report_pipeline.core.draws.paints import FRESH, Paint, Paints
+from report_pipeline.core.draws.paints import BASE, FRESH, Paint, Paints
 from report_pipeline.core.draws.replays import Replays
 from report_pipeline.core.draws.type3 import Type3Glyphs
 from report_pipeline.core.draws.visibility import Visibility
@@ -29,8 +29,8 @@ from report_pipeline.core.draws.xobjects import XObjects
 from report_pipeline.core.model.records import PageStreams
 
 MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
-# Streams run for one page (forms, glyph procedures and annotations each time they are drawn, a
-# pattern or soft mask once per state it paints in: `replays`): real pages stay in the hundreds;
+# Streams run for one page (forms and annotations each time they are drawn, a pattern, soft mask
+# or glyph procedure once per state it paints in: `replays`): real pages stay in the hundreds;
 # fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
@@ -113,13 +113,15 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
     # -- running streams -------------------------------------------------------------------
     def run(
         self, kind: str, stream: mupdf.PdfObj, resources: mupdf.PdfObj | None = None,
-        paint: Paint | None = None,
+        paint: Paint | None = None, font: tuple | None = None,
     ) -> None:  # fmt: skip
         """Interpret `stream` (a form, pattern, soft mask or glyph) with its own resources,
         falling back to the current ones, as MuPDF's renderer does, and with `paint` for its
-        graphics state (None: a copy of the current one; a glyph's is fresh). One that is not a
-        stream (a dictionary, direct or by reference) draws nothing: MuPDF fails to open it and
-        goes on with the next operator, having lost nothing it could draw."""
+        graphics state (None: a copy of the current one; for a glyph, a fresh one, as MuPDF
+        renders a glyph into its cache: `type3`) and `font` (the font and whether one is set;
+        None: the current one; a glyph has none). One that is not a stream (a dictionary, direct
+        or by reference) draws nothing: MuPDF fails to open it and goes on with the next
+        operator, having lost nothing it could draw."""
         number = mupdf.pdf_to_num(stream)
         if self.overflow or self.stopped or (number and number in self.active):
             return
@@ -132,22 +134,32 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)
         if not resources.m_internal and self.resources:
             resources = self.resources[-1]
-        inner = FRESH if kind == "type3" else paint or self.paint
-        key = self.replay_key(kind, stream, resources, inner)  # a pattern's or soft mask's
+        inner = FRESH if kind == "type3" and paint is None else paint or self.paint
+        start = (None, False) if kind == "type3" else font or (self.font, self.fonted)
+        # the state a pattern selected inside starts from (`paints`: MuPDF's "gparent"): for a
+        # pattern's cell, the one it paints in; for anything else, its own first state
+        text_base = (self.paint.render, self.font, self.fonted) if kind == "pattern" else (
+            inner.render, *start)  # fmt: skip
+        key = self.replay_key(kind, stream, resources, inner, start, text_base)
         if self.replayed(key) or not self.invoke():  # drawn before in this state: no run
             return
         if kind in ("form", "softmask"):  # MuPDF clips to its box: a path of its own, painted
             self.path_ops, self.begun = [], False
             if inner.ctm is not None:  # its /Matrix, then the ctm
                 inner = replace(inner, ctm=tiles.concat(xobject_matrix(stream), inner.ctm))
-        with self.recorded(key, (stream, resources, inner, self.font)):
-            self._run(kind, number, stream, resources, inner)
+        with self.recorded(key, (stream, resources, inner, self.font, start, text_base)):
+            self._run(kind, number, stream, resources, inner, start, text_base)
 
-    def _run(self, kind: str, number: int, stream, resources, paint: Paint) -> None:
+    def _run(
+        self, kind: str, number: int, stream, resources, paint: Paint, font: tuple,
+        text_base: tuple,
+    ) -> None:  # fmt: skip
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
-        outer = (self.paint, self.saved_paints, self.text, self.font, self.saved_fonts, self.base)
-        self.paint, self.saved_paints, self.text, self.saved_fonts = paint, [], None, []
+        outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
+                 self.fonted, self.saved_fonts, self.base, self.text_base)  # fmt: skip
+        self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
+        (self.font, self.fonted), self.saved_fonts, self.text_base = font, [], text_base
         self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
         self.path.append(kind)
         self.active.append(number)
@@ -156,7 +168,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         finally:
             self.active.pop()
             self.path.pop()
-            self.paint, self.saved_paints, self.text, self.font, self.saved_fonts, self.base = outer
+            (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
+             self.saved_fonts, self.base, self.text_base) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -219,7 +232,8 @@ def page_draws(
         if not finder.invoke():
             break
         finder.path.append("annotation")
-        finder.paint, finder.saved_paints, finder.text = start, [], None
+        finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
+        finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE
         try:
             finder.annotation(annot)
         finally:
@@ -246,7 +260,11 @@ def xobject_matrix(xobject: mupdf.PdfObj) -> tiles.Matrix:
 
 
 def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfObj) -> None:
+    """The page's content, in a state MuPDF saved before it: one `Q` too many restores that
+    first state (no pattern, soft mask or font; the page's transform); any more are ignored, as
+    in a form."""
     finder.resources.append(resources)
+    finder.saved_paints, finder.saved_fonts = [finder.paint], [(None, False)]
     finder.running(
         parts(contents),
         lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie),

@@ -19,8 +19,13 @@ with MuPDF's drawing device).
 The graphics state that decides it (`Paint`) is saved and restored by q/Q, and each stream runs
 with a state of its own, as MuPDF runs it: a form with a copy of the current one, a pattern or
 a soft mask without the soft mask (and a pattern without the material it paints), a glyph or an
-annotation with a fresh one. Paint and colour operators call back into Python only once the
-page selects a pattern or a soft mask: before that, no paint can run anything.
+annotation with a fresh one. A pattern's cell shows its text in the text state (mode, font) the
+stream that selected it started with (MuPDF's "gparent": for a page, mode 0 and no font), not
+the current one (`text_base`). A page runs in a state MuPDF saved first: one `Q` too many restores
+it. Text shown with no font selected is nothing MuPDF paints. Paint and colour operators call
+back into Python only once the page selects a pattern or a soft mask: before that, no paint can
+run anything. A Type3 font's glyphs are text of their own (`type3`): each glyph's draws go with
+the text that paints it (`text_draws`), and MuPDF may make that text invisible (`hide_text`).
 
 A mixin for `drawn.DrawFinder`, which provides `run`, `resources` and `_lookup`.
 """
@@ -35,8 +40,13 @@ from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.callbacks import guarded
 from report_pipeline.core.draws.replays import identity
 from report_pipeline.core.draws.tiles import Matrix, Rect
+from report_pipeline.core.draws.type3 import UNPAINTED
 
 Stream = tuple[mupdf.PdfObj, mupdf.PdfObj | None]  # a pattern or mask group, and its resources
+# the text state a stream starts with, or a pattern runs with: mode (Tr), font, a font is set
+TextState = tuple[int, mupdf.PdfObj | None, bool]
+BASE: TextState = (0, None, False)  # a page's, an annotation's, a glyph's
+Pattern = tuple[mupdf.PdfObj, mupdf.PdfObj | None, TextState]  # with the text state it runs in
 TEXT = object()  # a paint's area that is not followed (a text object's glyphs): may be infinite
 _COUNTED = 50_000  # cell counts kept per page before they are forgotten
 _FILLS, _STROKES = {0, 2, 4, 6}, {1, 2, 5, 6}  # text rendering modes that fill, that stroke
@@ -56,8 +66,8 @@ _FOLLOWED = ("op_S", "op_s", "op_F", "op_f", "op_fstar", "op_B", "op_Bstar", "op
 class Paint:
     """What a paint runs besides itself."""
 
-    fill: Stream | None = None  # the tiling pattern fills paint with
-    stroke: Stream | None = None  # the tiling pattern strokes paint with
+    fill: Pattern | None = None  # the tiling pattern fills paint with
+    stroke: Pattern | None = None  # the tiling pattern strokes paint with
     softmask: Stream | None = None  # the soft mask's group, set by `gs`
     render: int = 0  # the text rendering mode (Tr)
     ctm: Matrix | None = None  # the current transformation, to device space (None: unknown)
@@ -75,11 +85,14 @@ FRESH = Paint()
 class Paints:
     paint: Paint = FRESH
     base: Matrix | None = None  # the base transform of the stream being run (None: unknown)
+    text_base: TextState = BASE  # the text state the stream being run started with
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.saved_paints: list[Paint] = []
         self.text: int | None = None  # rendering mode of text shown and not yet painted
+        # where that text's Type3 glyphs put their draws (they paint with it: `hide_text`)
+        self.text_draws: list[tuple[int, int]] = []
         self.following = False
         # the path being built: its operations (None: more than are kept), whether it has begun
         self.path_ops: list[tuple] | None = []
@@ -115,15 +128,17 @@ class Paints:
         for used, which in ((fill, "fill"), (stroke, "stroke")):
             pattern = getattr(self.paint, which) if used else None
             if pattern is not None:
-                uncolored = mupdf.pdf_dict_get_int(pattern[0], mupdf.PDF_ENUM_NAME_PaintType) == 2
+                obj, resources, (render, *font) = pattern
+                uncolored = mupdf.pdf_dict_get_int(obj, mupdf.PDF_ENUM_NAME_PaintType) == 2
                 base = getattr(self.paint, f"{which}_base")
-                runs, cell = self._runs(pattern[0], base, shape)
+                runs, cell = self._runs(obj, base, shape)
                 # the cell's strokes are MuPDF's from the selecting stream's base: not followed
-                inner = replace(self.paint, softmask=None, ctm=cell, line=None, **{which: None})
+                inner = replace(self.paint, softmask=None, render=render, ctm=cell, line=None,
+                                **{which: None})  # fmt: skip
                 if uncolored:  # drawn in the colour of the paint: neither material is a pattern
                     inner = replace(inner, fill=None, stroke=None)
                 for _ in range(1 if runs is None else runs):  # replays after the first
-                    self.run("pattern", *pattern, inner)
+                    self.run("pattern", obj, resources, inner, tuple(font))
 
     def _runs(self, pattern: mupdf.PdfObj, base: Matrix | None, shape) -> tuple:
         """How many times MuPDF runs `pattern`'s cell for `shape` (`tiles.cells`; None: not
@@ -210,16 +225,26 @@ class Paints:
 
     def flush_text(self) -> None:
         """The text shown since the last flush is painted now, in the mode it was shown in."""
-        mode, self.text = self.text, None
+        mode, self.text, self.text_draws = self.text, None, []
         if mode is not None and (mode in _FILLS or mode in _STROKES):
             self.painted(mode in _FILLS, mode in _STROKES)
 
-    def _show(self, text: str) -> None:  # Type3Glyphs calls it for every string shown
-        if text:
+    def hide_text(self) -> None:
+        """The text shown since the last flush becomes invisible, as MuPDF makes it when a
+        coloured Type3 glyph is filled with a pattern (`type3`): it paints nothing, and the
+        Type3 glyphs in it draw nothing."""
+        for start, stop in reversed(self.text_draws):
+            del self.draws[start:stop]
+        self.text, self.text_draws = 3, []
+
+    def _show(self, codes: bytes) -> None:  # Type3Glyphs calls it for every string shown
+        if codes and self.fonted:  # no font: MuPDF shows nothing ("font and size not set")
             if self.text is not None and self.text != self.paint.render:
                 self.flush_text()  # MuPDF flushes when the rendering mode changes
-            self.text = self.paint.render
-        super()._show(text)
+            # a Type3 font's glyphs make their own text, glyph by glyph (`type3`)
+            if self.font is None or self.paint.render in UNPAINTED:
+                self.text = self.paint.render
+        super()._show(codes)
 
     # -- the state ---------------------------------------------------------------------------
     def _set(self, **changes) -> None:
@@ -280,7 +305,11 @@ class Paints:
     def _pattern(self, which: str, name: str) -> None:
         pattern = self._lookup("Pattern", name)
         tiling = pattern and mupdf.pdf_dict_get_int(pattern, mupdf.PDF_ENUM_NAME_PatternType) == 1
-        self._set(**{which: self._stream(pattern) if tiling else None, f"{which}_base": self.base})
+        # its text state is that of the stream it is selected in, as it started (MuPDF's
+        # "gparent"): its cell's text shows in that mode and font, not the current ones; and so
+        # is its pattern space, from that stream's base transform
+        self._set(**{which: (*self._stream(pattern), self.text_base) if tiling else None,
+                     f"{which}_base": self.base})  # fmt: skip
         if tiling:
             self._follow()
 

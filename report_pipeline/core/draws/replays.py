@@ -1,28 +1,32 @@
-"""A tiling pattern or soft mask runs once for each state that can change what it draws; every
-later paint in that state replays what the run drew.
+"""A tiling pattern, soft mask or Type3 glyph runs once for each state that can change what it
+draws; every later paint in that state replays what the run drew.
 
-A pattern counts at each paint that uses it, and a soft mask at each paint under it (`paints`).
-Running its content at every paint would make a map that fills 30,000 paths with one hatch
-30,000 stream runs, past the walk's limit (`drawn.MAX_INVOCATIONS`). So the first run keeps its
+A pattern counts at each paint that uses it, a soft mask at each paint under it (`paints`), and
+a glyph each time it is shown (`type3`). Running its content at every paint would make a map
+that fills 30,000 paths with one hatch 30,000 stream runs, past the walk's limit
+(`drawn.MAX_INVOCATIONS`), and a page of 100,000 characters 100,000. So the first run keeps its
 draws (each image's origin below the stream, its object or inline image, why it is hidden), and
-a later paint in the same state appends them again: a record per image, not a run. A pattern
-or mask that draws no image costs a dictionary lookup.
+a later paint in the same state appends them again: a record per image, not a run. A pattern,
+mask or glyph that draws no image costs a dictionary lookup.
 
 The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics state of its own):
 - the stream, its kind and the resources it runs with (its own, or the current ones);
-- the paint it runs with: the other material's pattern, the text rendering mode;
+- the paint it runs with: the other material's pattern, the text rendering mode (a glyph's is
+  always fresh);
 - the streams being run (`active`: one met again is a cycle, skipped) and the depth (`path`:
   the nesting limit);
 - the visibility it starts in (marked content off, an XObject's /OC; optional content itself is
-  the document's, the same all walk), and the Type3 font selected (text without `Tf` uses it).
+  the document's, the same all walk);
+- the text state: the font it starts with (text without `Tf` uses it), the one a pattern
+  selected inside it runs its cell's text in (`paints`: `text_base`), each pattern's, and the Type3
+  fonts whose glyphs are being run (inside its own glyphs a font is a substitute: `type3`).
 What nests inside it (forms, patterns, glyphs) is part of the one run. A run is not kept, and
 the next paint runs it again, counted, when it cannot stand for the next: a stream it ran made
 MuPDF warn or raise, so `breaks` may judge it broken or repaired (`Streams.words`; a stream is
-judged on its first run, so a page's verdicts are the same with or without replays), it
-stopped the walk or overflowed, or it ran a Type3 glyph procedure (a glyph runs once per page:
-the next run, which finds it done, is the one to keep). Misses are runs like any other, so a
-file that changes the state at every paint still meets the run limit; replayed records count
-against the page's and the report's caps like any other (`pdf_pages`, `walk`).
+judged on its first run, so a page's verdicts are the same with or without replays), or it
+stopped the walk or overflowed. Misses are runs like any other, so a file that changes the
+state at every paint still meets the run limit; replayed records count against the page's and
+the report's caps like any other (`pdf_pages`, `walk`).
 
 A mixin for `drawn.DrawFinder`, which provides `draws`, `limit`, `overflowed`, `path`, `active`,
 `streams` (`breaks.Streams`) and the state the key reads.
@@ -36,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from pymupdf import mupdf
 
-REPLAYED = ("pattern", "softmask")  # the kinds of stream a paint runs
+REPLAYED = ("pattern", "softmask", "type3")  # the kinds of stream a paint or a show runs
 
 
 @dataclass(frozen=True)
@@ -53,15 +57,17 @@ class Replays:
         super().__init__(*args)
         self.ran: dict[tuple, Ran] = {}
 
-    def replay_key(self, kind: str, stream, resources, paint) -> tuple | None:
+    def replay_key(self, kind: str, stream, resources, paint, font, base) -> tuple | None:
         """What decides what `stream` draws when run now (None: a kind never replayed)."""
         if kind not in REPLAYED:
             return None
-        streams = (paint.fill, paint.stroke, paint.softmask)
-        materials = tuple((identity(s[0]), identity(s[1])) if s else None for s in streams)
+        materials = tuple(
+            (identity(s[0]), identity(s[1]), *(text(s[2]) if len(s) > 2 else ())) if s else None
+            for s in (paint.fill, paint.stroke, paint.softmask)
+        )
         return (kind, identity(stream), identity(resources), materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
-                identity(self.font))  # fmt: skip
+                identity(font[0]), font[1], text(base), tuple(self.fonts_running))  # fmt: skip
 
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""
@@ -84,14 +90,18 @@ class Replays:
         if key is None:
             yield
             return
-        before = (len(self.draws), self.streams.words, len(self.glyphs_done))
+        before = (len(self.draws), self.streams.words)
         cut = len("/".join(self.path)) + 1 if self.path else 0
         yield
-        after = (len(self.draws), self.streams.words, len(self.glyphs_done))
-        if self.overflow or self.stopped or before[1:] != after[1:]:
+        if self.overflow or self.stopped or self.streams.words != before[1]:
             return
         draws = tuple(replace(d, origin=d.origin[cut:]) for d in self.draws[before[0] :])
         self.ran[key] = Ran(draws, self.marked_off, kept)
+
+
+def text(state: tuple) -> tuple:
+    """A text state (mode, font, a font is set) as a key."""
+    return state[0], identity(state[1]), state[2]
 
 
 def identity(obj: mupdf.PdfObj | None) -> int:
