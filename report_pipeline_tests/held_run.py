@@ -58,7 +58,9 @@ def start(
     command = [sys.executable, "-m", __name__, store_spec(store), str(work_root), str(pdf), month]
     if shift:
         command = ["faketime", "-f", shift, *command]
-    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )  # its own process group: a kill takes faketime's child and the decoders along
 
 
 def held_at(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> dict:
@@ -73,11 +75,25 @@ def held_at(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) ->
 
 
 def kill(run: subprocess.Popen) -> float:
-    """SIGKILL: no `finally`, no atexit, as an OOM kill or a lost host. When it died (monotonic)."""
-    run.send_signal(signal.SIGKILL)
+    """SIGKILL to the run's process group: no `finally`, no atexit, as an OOM kill or a lost
+    host. When it died (monotonic)."""
+    os.killpg(run.pid, signal.SIGKILL)
     run.wait(timeout=30)
-    assert run.returncode == -signal.SIGKILL
+    assert run.returncode in (-signal.SIGKILL, 1)  # 1: faketime's, whose child was killed
     return time.monotonic()
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    """Whether process `pid` has ended (a zombie not yet reaped counts as ended)."""
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def finish(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> str:
