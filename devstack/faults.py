@@ -24,13 +24,13 @@ crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added
 `journal` (a file) receives one JSON line per faulty draw, per injected fault (with the objects
 its session had created) and per `put_if_absent` (created or found), from every process.
 
-Held writes: with `pause` (an fnmatch pattern) and `signal` (a file), the first write (`put_bytes`,
-`put_file`, `put_if_absent`, `copy` to the key) in this process to a key matching `pause` stops
-before it starts: it writes `signal` (its pid, method and key, as JSON) and waits until
-`<signal>.go` exists, then goes on. A test kills the process there (a crash at exactly that
-write: between the objects and the manifest, say) or lets it go on (a run held in flight while
-something else happens), at most `hold_s` seconds (default 600) before the write fails
-transiently.
+Held calls: with `pause` (an fnmatch pattern) and `signal` (a file), the first write (`put_bytes`,
+`put_file`, `put_if_absent`, `copy` to the key) in this process on a key matching `pause`, or
+the first call of `pause_method` on one when that is set, stops before it starts: it writes
+`signal` (its pid, method and key, as JSON) and waits until `<signal>.go` exists, then goes on.
+A test kills the process there (a crash at exactly that call: between the objects and the
+manifest, say) or lets it go on (a run held in flight while something else happens), at most
+`hold_s` seconds (default 600) before the call fails transiently.
 
 Counted faults: with `method` (and `counter`, a file, so every process and every store made for
 a step or a retry shares the count), the calls of that method numbered `after` to
@@ -68,7 +68,7 @@ T = TypeVar("T")
 FAULTS_ENV = "REPORT_PIPELINE_STORAGE_FAULTS"
 _NUMBERS = {"transient": float, "latency_ms": float, "seed": int, "window": int, "after": int,
             "failures": int, "hold_s": float}  # fmt: skip
-_TEXTS = {"journal", "method", "kind", "counter", "watch", "pause", "signal"}
+_TEXTS = {"journal", "method", "kind", "counter", "watch", "pause", "pause_method", "signal"}
 _WRITES = {"put_bytes", "put_file", "put_if_absent", "copy"}
 _FIELDS = {*_NUMBERS, *_TEXTS, "permanent"}
 
@@ -88,6 +88,7 @@ class FaultPlan:
     counter: str = ""  # a file: the count of `method`'s calls, shared by every process
     watch: str = ""  # a folder whose workdirs are recorded at the first counted failure
     pause: str = ""  # a key pattern: the first write to a matching key waits (see module doc)
+    pause_method: str = ""  # that method's first call on a matching key waits instead
     signal: str = ""  # a file: written when that write waits; `<signal>.go` lets it go on
     hold_s: float = 600.0  # how long a held write waits for `<signal>.go` at most
 
@@ -107,8 +108,8 @@ class FaultPlan:
 def parse_faults(spec: str) -> FaultPlan | None:
     """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=8,
     journal=<file>,method=delete,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>,
-    pause=<pattern>,signal=<file>,hold_s=600` (any subset, any order; `permanent` may repeat)
-    → a FaultPlan; "" → None."""
+    pause=<pattern>,pause_method=fetch,signal=<file>,hold_s=600` (any subset, any order;
+    `permanent` may repeat) → a FaultPlan; "" → None."""
     values: dict[str, Any] = {"permanent": []}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, value = item.partition("=")
@@ -171,7 +172,8 @@ class FaultyStore:
                 raise PermanentStorageError(f"injected permanent fault: {method} {key}")
         if method == self.plan.method:
             self._counted(method)
-        if self.plan.pause and method in _WRITES and fnmatchcase(keys[0], self.plan.pause):
+        held = method == self.plan.pause_method if self.plan.pause_method else method in _WRITES
+        if self.plan.pause and held and fnmatchcase(keys[0], self.plan.pause):
             self._hold(method, keys[0])
         if self.plan.latency_ms:
             time.sleep(self.plan.latency_ms / 1000)
@@ -200,7 +202,7 @@ class FaultyStore:
         raise TransientStorageError(f"injected timeout in {method}")
 
     def _hold(self, method: str, key: str) -> None:
-        """The first matching write of this process waits for `<signal>.go` (module doc)."""
+        """The first matching call of this process waits for `<signal>.go` (module doc)."""
         with _lock:
             if self.plan.signal in _held:
                 return
@@ -213,7 +215,7 @@ class FaultyStore:
         give_up = time.monotonic() + self.plan.hold_s
         while not go.exists():
             if time.monotonic() > give_up:
-                raise TransientStorageError(f"held write never let go: {method} {key}")
+                raise TransientStorageError(f"held call never let go: {method} {key}")
             time.sleep(0.01)
 
     def _transient_now(self, key: str) -> int:

@@ -96,12 +96,18 @@ def gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
-def finish(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> str:
-    """Let a held run go on; its last line (`published <state> <key>`)."""
+def let_go(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> tuple[int, str]:
+    """Let a held run go on: its exit status and last line (`published <state> <key>`)."""
     Path(f"{signal_file}.go").touch()
     out, _ = run.communicate(timeout=timeout)
-    assert run.returncode == 0, out
-    return out.strip().splitlines()[-1]
+    return run.returncode, (out.strip().splitlines() or [""])[-1]
+
+
+def finish(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> str:
+    """Let a held run go on, and see it publish: its last line."""
+    status, line = let_go(run, signal_file, timeout)
+    assert status == 0, line
+    return line
 
 
 def main(argv: list[str]) -> None:

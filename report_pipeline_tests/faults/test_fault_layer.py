@@ -178,7 +178,7 @@ def test_counted_faults_fail_the_chosen_calls_in_every_store_that_shares_the_cou
         parse_faults("method=delete,failures=1")
 
 
-def test_a_held_write_waits_before_it_starts_then_goes_on_once(tmp_path):
+def test_a_held_call_waits_before_it_starts_then_goes_on_once(tmp_path):
     signal = tmp_path / "held.json"
     store = with_faults(
         LocalStore(tmp_path / "s"), f"pause=archive/*/manifest.json,signal={signal}"
@@ -200,10 +200,15 @@ def test_a_held_write_waits_before_it_starts_then_goes_on_once(tmp_path):
     writer.join(10)
     assert store.get_bytes("archive/r/manifest.json", 10) == b"m"
     store.put_bytes("archive/r/manifest.json", b"n")  # once per process: the next goes through
-    with pytest.raises(TransientStorageError, match="held write never let go"):
+    with pytest.raises(TransientStorageError, match="held call never let go"):
         other = tmp_path / "other.json"
         spec = f"pause=a/*,signal={other},hold_s=0.05"
         with_faults(LocalStore(tmp_path / "s"), spec).put_if_absent("a/b", b"x")
+    reads = f"pause=a/*,pause_method=get_bytes,signal={tmp_path / 'read.json'},hold_s=0.05"
+    store = with_faults(LocalStore(tmp_path / "s"), reads)
+    store.put_bytes("a/c", b"y")  # with pause_method, writes are not held
+    with pytest.raises(TransientStorageError, match="held call never let go: get_bytes a/c"):
+        store.get_bytes("a/c", 10)
 
 
 def test_faults_are_off_unless_the_test_location_sets_the_variable(monkeypatch, tmp_path):
