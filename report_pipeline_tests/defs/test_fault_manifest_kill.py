@@ -1,7 +1,8 @@
 """Issue 33, case 7: a run is killed while it writes its manifest, between the objects and the
-manifest. A real run (the core pipeline in a process of its own, or `dagster asset materialize`)
-is held by the fault layer at the moment its manifest write begins (`pause=archive/*/
-manifest.json`, devstack/faults.py) and SIGKILLed there. Then: the next run publishes exactly
+manifest. A real run (the core pipeline in a process of its own, or `dagster asset materialize`
+on the test code location, healed by `dead_run_sensor`'s replacement run) is held by the fault
+layer at the moment its manifest write begins (`pause=archive/*/manifest.json`,
+devstack/faults.py) and SIGKILLed there. Then: the next run publishes exactly
 one manifest over the objects already archived (none written twice), the janitor deletes
 nothing before the leftovers' lease + short clock is over and then only what no manifest
 references, each deletion with an audit event; the deadlines are the manifest's.
@@ -11,12 +12,18 @@ No sleeps: the janitor's clock is injected, relative to the `clock` fixture's no
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from devstack.faults import FAULTS_ENV
 from report_pipeline.core.checks import retention_audit
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import parse_iso
@@ -24,6 +31,7 @@ from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log, janitor
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 from report_pipeline_tests import held_run
 from report_pipeline_tests.conftest import fixture_pdf
@@ -216,3 +224,71 @@ def test_the_revision_is_not_expired_before_the_deadline_its_manifest_states(
             f"deleted at {early}: {[(e.kind, e.deadline, e.lag_seconds) for e in sweep.deletions]}"
         )
     assert store_json.read_manifest(store, key).state == "complete"
+
+
+def start_cli_run(root: Path, month: str, faults: str) -> subprocess.Popen:
+    """`dagster asset materialize` of the month, as an operator runs it by hand: its own process,
+    nobody watching it, on the test code location (the fault layer from the environment)."""
+    home = root / "home"
+    home.mkdir()
+    shutil.copyfile(held_run.REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), FAULTS_ENV: faults}
+    command = [str(Path(sys.executable).parent / "dagster"), "asset", "materialize",
+               "-m", "report_pipeline_tests.intake.live_definitions",
+               "--select", "report_manifest", "--partition", month]  # fmt: skip
+    return subprocess.Popen(
+        command, cwd=held_run.REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def test_a_dagster_run_killed_at_its_manifest_is_failed_and_replaced_by_one_that_publishes(
+    tmp_path, monkeypatch, clock
+):
+    from report_pipeline import definitions
+    from report_pipeline.defs.deployment.deployment import deployment
+    from report_pipeline.defs.reports.dead_runs import REPLACES_TAG, dead_run_sensor
+
+    month = clock.latest_partition
+    for name in ["inbox", "store", "work"]:
+        monkeypatch.setenv(f"REPORT_PIPELINE_{name.upper()}", str(tmp_path / name))
+    (tmp_path / "inbox" / month).mkdir(parents=True)
+    shutil.copyfile(fixture_pdf(REPORT), tmp_path / "inbox" / month / "report.pdf")
+    project = definitions.build_defs(deployment())  # loaded as a code location with these roots
+    signal_file = tmp_path / "held.json"
+    run = start_cli_run(tmp_path, month, f"pause={AT_MANIFEST},signal={signal_file}")
+    try:
+        key = held_run.held_at(run, signal_file)["key"]
+    finally:
+        killed = held_run.kill(run)
+    store = LocalStore(tmp_path / "store")
+    assert manifests(store) == [] and store_json.read_manifest(store, key) is None
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        (dead,) = instance.get_runs()
+        assert dead.status == dg.DagsterRunStatus.STARTED  # nobody noticed: it holds its slot
+
+        context = dg.build_sensor_context(instance=instance, definitions=project)
+        (request,) = dead_run_sensor(context)  # its next tick (every 30 s)
+        detected = time.monotonic() - killed
+        failed = instance.get_run_by_id(dead.run_id)
+        assert failed.status == dg.DagsterRunStatus.FAILURE
+        (why,) = instance.all_logs(dead.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        assert "is gone; marked failed by dead_run_sensor" in why.message  # the run page says
+        assert request.tags[REPLACES_TAG] == dead.run_id and request.partition_key == month
+
+        healed = project.resolve_job_def("extract_report_job").execute_in_process(
+            instance=instance, partition_key=month, tags=request.tags,
+            run_config=request.run_config,
+        )  # fmt: skip
+        recovered = time.monotonic() - killed
+        assert healed.success
+    manifest = store_json.read_manifest(store, key)
+    assert manifests(store) == [key] and manifest.state == "complete"  # the revision it wrote
+    assert_archive_matches(store, manifest)
+    assert listing(store, f"{keys.STAGED}/") == {} and listing(store, f"{keys.WORK}/") == {}
+    policy = PipelineSettings(tmp_path / "work").retention
+    late = clock.now + policy.unfinished_hold + 11 * MIN  # past the killed run's lease
+    sweep = janitor.run(store, tmp_path / "work", late, policy)
+    assert sweep.deletions == [] and listing(store, f"{keys.WORK_INDEX}/") == {}
+    print(f"case 7 (Dagster CLI run): kill -> failed {detected:.2f} s (+ up to 30 s to the "
+          f"sensor's tick), kill -> replacement published {recovered:.2f} s")  # fmt: skip
