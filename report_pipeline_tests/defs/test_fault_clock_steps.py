@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -102,10 +103,12 @@ def test_an_hour_back_and_forward_deletes_only_what_is_due(janitor_pass, tmp_pat
         assert listing(store, "staged/") and listing(store, "index/work/")
         published = deletion_log.read(store, now - 2 * HOUR)  # the working material, at publish
 
-        deleted = []
+        deleted, took = [], []
         for step, at in (("none", now), ("back", now - HOUR), ("forward", now + HOUR),
                          ("back again", now)):  # fmt: skip
+            started = time.monotonic()
             figures, checks = janitor_pass(at)
+            took.append(time.monotonic() - started)
             deleted.append((step, figures["deleted_items"], figures["deleted_workdir"]))
             assert all(checks.values()), (step, checks)  # the pass's own audit stays green
             assert live.exists() and read_lease(live) == live_lease, step  # the run's, untouched
@@ -121,7 +124,9 @@ def test_an_hour_back_and_forward_deletes_only_what_is_due(janitor_pass, tmp_pat
         assert abs(parse_iso(event.deleted_at) - (now + HOUR)) < MS  # the stepped clock's
         assert event.lag_seconds == pytest.approx(40 * 60, abs=0.01)
     finally:
+        let_go = time.monotonic()
         line = held_run.finish(run, signal_file)
+    published = time.monotonic() - let_go
     # The run held through all four passes publishes a complete manifest its archive matches.
     state, key = line.split()[1:]
     manifest = store_json.read_manifest(store, key)
@@ -133,6 +138,8 @@ def test_an_hour_back_and_forward_deletes_only_what_is_due(janitor_pass, tmp_pat
     figures, checks = janitor_pass(late)
     assert figures["deleted_items"] == 0 and all(checks.values()), checks
     assert listing(store, "index/work/") == {} and listing(store, "staged/") == {}
+    print(f"case 6: passes {', '.join(f'{t:.2f}' for t in took)} s; the held run published "
+          f"{published:.2f} s after it was let go")  # fmt: skip
 
 
 def published_later(store: LocalStore, settings: PipelineSettings, month: str, shift: str):
@@ -254,7 +261,11 @@ def test_a_janitor_process_stepped_an_hour_keeps_a_run_in_flight(tmp_path, clock
         host_janitor(tmp_path, "+61m")  # the same step, a minute into the run's step
         taken += [] if live.exists() or taken else ["+61m"]
     finally:
+        let_go = time.monotonic()
         status, line = held_run.let_go(run, signal_file)
+    ended = time.monotonic() - let_go
+    print(f"case 6: {'taken at ' + taken[0] if taken else 'kept'}; the run ended {status} "
+          f"{ended:.2f} s after it was let go")  # fmt: skip
     events = deletion_log.read(store, clock.now - 2 * HOUR)
     assert all(parse_iso(e.deadline) <= parse_iso(e.deleted_at) for e in events)
     assert {e.item for e in events} == {dead.name, *([live.name] if taken else [])}
