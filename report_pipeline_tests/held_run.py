@@ -1,16 +1,18 @@
 """One report run of the core pipeline (core/pipeline.py, no Dagster) in a process of its own,
 with the storage fault layer (devstack/faults.py) in front of its store when
 `REPORT_PIPELINE_STORAGE_FAULTS` is set: a real run for a fault test to hold at a chosen write
-(`pause=<key pattern>,signal=<file>`) and then kill or let go on.
+(`pause=<key pattern>,signal=<file>`, and `pause_method=` for a read) and then kill or let go on.
 
     python -m report_pipeline_tests.held_run STORE WORK_ROOT PDF MONTH
 
 STORE is `local:<root>` or `s3:<endpoint>:<bucket>:<prefix>` (credentials from the environment).
-It prints `published <state> <manifest key>` once the manifest is written.
+It prints `published <state> <manifest key>` once the manifest is written. Beside it, what a
+fault test starts, holds, kills or lets go of, and what it reads back from the store.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from devstack.faults import FAULTS_ENV, with_faults
 from report_pipeline.core.model import keys
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
@@ -108,6 +111,26 @@ def finish(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> 
     status, line = let_go(run, signal_file, timeout)
     assert status == 0, line
     return line
+
+
+def listing(store: Store, prefix: str = "") -> dict[str, float]:
+    """Every object under `prefix`: key -> modification time (a rewrite changes it)."""
+    return {o.key: o.modified for o in store.list(prefix)}
+
+
+def assert_archive_matches(store: Store, manifest: Manifest) -> set[str]:
+    """The revision's images are exactly the manifest's distinct hashes, each one's bytes what
+    its key says: the archived object keys."""
+    prefix = keys.archive_prefix(manifest.report_id, manifest.parent_revision)
+    images = set(listing(store, f"{prefix}/{keys.IMAGES}/"))
+    hashes = {c.content_hash for c in manifest.children if c.state == "archived"}
+    assert images == {keys.image_key(manifest.report_id, manifest.parent_revision, h)
+                      for h in hashes}  # fmt: skip
+    for key in images:
+        assert key.endswith(f"/{hashlib.sha256(store.get_bytes(key, 1 << 26)).hexdigest()}.png")
+    referenced = {c.object_key for c in manifest.children if c.object_key}
+    assert referenced <= set(listing(store, prefix)), "the manifest names a missing object"
+    return referenced
 
 
 def main(argv: list[str]) -> None:

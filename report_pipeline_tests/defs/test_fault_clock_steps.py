@@ -40,7 +40,7 @@ from report_pipeline.defs.retention.image_archive import image_archive
 from report_pipeline.defs.retention.jobs import cleanup_job
 from report_pipeline_tests import held_run
 from report_pipeline_tests.conftest import fixture_pdf
-from report_pipeline_tests.defs.test_fault_manifest_kill import assert_archive_matches, listing
+from report_pipeline_tests.held_run import assert_archive_matches, listing
 
 pytestmark = pytest.mark.slow
 
@@ -211,11 +211,11 @@ def test_no_revision_expires_before_the_second_its_manifest_states(
     janitor_pass, tmp_path, clock, settings
 ):
     store = LocalStore(tmp_path / "store")
-    # Published at hh:mm:30 by its process's clock (faketime): the deadline is mid-minute.
-    start = clock.now.replace(second=30, microsecond=0) + 10 * MIN
+    # Published just after hh:mm:05 by its process's clock (faketime): the deadline is mid-minute.
+    start = clock.now.replace(second=5, microsecond=0) + 10 * MIN
     manifest, key = published_later(store, settings, clock.month(-2), f"@{start:%Y-%m-%d %H:%M:%S}")
     deadline = parse_iso(manifest.deadlines.archive_delete_by)
-    assert 30 <= deadline.second < 59
+    assert 5 <= deadline.second < 59
     figures, _ = janitor_pass(deadline - (deadline.second - 1) * timedelta(seconds=1))
     assert store_json.read_manifest(store, key).deadlines == manifest.deadlines
     if figures["deleted_items"]:

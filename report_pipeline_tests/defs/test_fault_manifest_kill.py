@@ -11,7 +11,6 @@ No sleeps: the janitor's clock is injected, relative to the `clock` fixture's no
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -27,7 +26,6 @@ from devstack.faults import FAULTS_ENV
 from report_pipeline.core.checks import retention_audit
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import parse_iso
-from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.retention import deletion_log, janitor
@@ -35,6 +33,7 @@ from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 from report_pipeline_tests import held_run
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.held_run import assert_archive_matches, listing
 
 pytestmark = pytest.mark.slow
 
@@ -64,28 +63,8 @@ def killed_at_manifest(store: Store, settings: PipelineSettings, tmp_path: Path,
     return held["key"], killed
 
 
-def listing(store: Store, prefix: str = "") -> dict[str, float]:
-    """Every object under `prefix`: key -> modification time (a rewrite changes it)."""
-    return {o.key: o.modified for o in store.list(prefix)}
-
-
 def manifests(store: Store) -> list[str]:
     return [k for k in listing(store, f"{keys.ARCHIVE}/") if k.endswith(f"/{keys.MANIFEST}")]
-
-
-def assert_archive_matches(store: Store, manifest: Manifest) -> set[str]:
-    """The revision's images are exactly the manifest's distinct hashes, each one's bytes what
-    its key says: the archived object keys."""
-    prefix = keys.archive_prefix(manifest.report_id, manifest.parent_revision)
-    images = set(listing(store, f"{prefix}/{keys.IMAGES}/"))
-    hashes = {c.content_hash for c in manifest.children if c.state == "archived"}
-    assert images == {keys.image_key(manifest.report_id, manifest.parent_revision, h)
-                      for h in hashes}  # fmt: skip
-    for key in images:
-        assert key.endswith(f"/{hashlib.sha256(store.get_bytes(key, 1 << 26)).hexdigest()}.png")
-    referenced = {c.object_key for c in manifest.children if c.object_key}
-    assert referenced <= set(listing(store, prefix)), "the manifest names a missing object"
-    return referenced
 
 
 def audit(store: Store, settings: PipelineSettings, now) -> dict[str, bool]:
