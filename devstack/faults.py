@@ -24,6 +24,14 @@ crosses `/`) fails with PermanentStorageError, every time. `latency_ms` is added
 `journal` (a file) receives one JSON line per faulty draw, per injected fault (with the objects
 its session had created) and per `put_if_absent` (created or found), from every process.
 
+Held calls: with `pause` (an fnmatch pattern) and `signal` (a file), the first write (`put_bytes`,
+`put_file`, `put_if_absent`, `copy` to the key) in this process on a key matching `pause`, or
+the first call of `pause_method` on one when that is set, stops before it starts: it writes
+`signal` (its pid, method and key, as JSON) and waits until `<signal>.go` exists, then goes on.
+A test kills the process there (a crash at exactly that call: between the objects and the
+manifest, say) or lets it go on (a run held in flight while something else happens), at most
+`hold_s` seconds (default 600) before the call fails transiently.
+
 Counted faults: with `method` (and `counter`, a file, so every process and every store made for
 a step or a retry shares the count), the calls of that method numbered `after` to
 `after + failures - 1` fail (`kind` transient or permanent); with `watch` (a folder), the private
@@ -59,8 +67,9 @@ from report_pipeline.defs.deployment.resources import StoreResource
 T = TypeVar("T")
 FAULTS_ENV = "REPORT_PIPELINE_STORAGE_FAULTS"
 _NUMBERS = {"transient": float, "latency_ms": float, "seed": int, "window": int, "after": int,
-            "failures": int}  # fmt: skip
-_TEXTS = {"journal", "method", "kind", "counter", "watch"}
+            "failures": int, "hold_s": float}  # fmt: skip
+_TEXTS = {"journal", "method", "kind", "counter", "watch", "pause", "pause_method", "signal"}
+_WRITES = {"put_bytes", "put_file", "put_if_absent", "copy"}
 _FIELDS = {*_NUMBERS, *_TEXTS, "permanent"}
 
 
@@ -78,6 +87,10 @@ class FaultPlan:
     kind: str = "transient"  # or permanent
     counter: str = ""  # a file: the count of `method`'s calls, shared by every process
     watch: str = ""  # a folder whose workdirs are recorded at the first counted failure
+    pause: str = ""  # a key pattern: the first write to a matching key waits (see module doc)
+    pause_method: str = ""  # that method's first call on a matching key waits instead
+    signal: str = ""  # a file: written when that write waits; `<signal>.go` lets it go on
+    hold_s: float = 600.0  # how long a held write waits for `<signal>.go` at most
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.transient <= 1.0:
@@ -88,12 +101,15 @@ class FaultPlan:
             raise ValueError(f"storage faults: kind={self.kind!r} is not transient or permanent")
         if self.method and not (self.counter and self.failures > 0):
             raise ValueError("storage faults: method= needs counter= and failures= above 0")
+        if bool(self.pause) != bool(self.signal):
+            raise ValueError("storage faults: pause= and signal= go together")
 
 
 def parse_faults(spec: str) -> FaultPlan | None:
     """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=8,
-    journal=<file>,method=delete,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>`
-    (any subset, any order; `permanent` may repeat) → a FaultPlan; "" → None."""
+    journal=<file>,method=delete,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>,
+    pause=<pattern>,pause_method=fetch,signal=<file>,hold_s=600` (any subset, any order;
+    `permanent` may repeat) → a FaultPlan; "" → None."""
     values: dict[str, Any] = {"permanent": []}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, value = item.partition("=")
@@ -130,6 +146,7 @@ class _Session:
 
 
 _named: dict[tuple[str, str], _Session] = {}  # named sessions of this process, by (scope, name)
+_held: set[str] = set()  # the signal files whose write this process has held already
 
 
 class FaultyStore:
@@ -155,6 +172,9 @@ class FaultyStore:
                 raise PermanentStorageError(f"injected permanent fault: {method} {key}")
         if method == self.plan.method:
             self._counted(method)
+        held = method == self.plan.pause_method if self.plan.pause_method else method in _WRITES
+        if self.plan.pause and held and fnmatchcase(keys[0], self.plan.pause):
+            self._hold(method, keys[0])
         if self.plan.latency_ms:
             time.sleep(self.plan.latency_ms / 1000)
         key = keys[0] if keys else ""
@@ -180,6 +200,23 @@ class FaultyStore:
         if self.plan.kind == "permanent":
             raise PermanentStorageError(f"injected failure in {method}")
         raise TransientStorageError(f"injected timeout in {method}")
+
+    def _hold(self, method: str, key: str) -> None:
+        """The first matching call of this process waits for `<signal>.go` (module doc)."""
+        with _lock:
+            if self.plan.signal in _held:
+                return
+            _held.add(self.plan.signal)
+        signal, go = Path(self.plan.signal), Path(f"{self.plan.signal}.go")
+        line = {"pid": os.getpid(), "method": method, "key": key, "at": time.time()}
+        partial = signal.with_name(f"{signal.name}.{os.getpid()}")
+        partial.write_text(json.dumps(line))
+        partial.replace(signal)  # whole, so the test never reads half of it
+        give_up = time.monotonic() + self.plan.hold_s
+        while not go.exists():
+            if time.monotonic() > give_up:
+                raise TransientStorageError(f"held call never let go: {method} {key}")
+            time.sleep(0.01)
 
     def _transient_now(self, key: str) -> int:
         """The session's call number when this call is its fault, else 0."""

@@ -4,6 +4,9 @@ of either deployment's store."""
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from collections import Counter
 
 import dagster as dg
@@ -39,10 +42,11 @@ def test_a_spec_parses_into_a_typed_plan_and_empty_means_no_faults():
     ("spec", "message"),
     [
         ("transient=1.5", "transient=1.5 is not in 0..1"),
-        ("rate=0.2", "'rate=0.2' is not one of after, counter, failures, journal, kind,"),
+        ("rate=0.2", "'rate=0.2' is not one of after, counter, failures, hold_s, journal,"),
         ("transient", "'transient' is not one of"),
         ("seed=x", "seed='x' is not a number"),
         ("window=0", "window >= 1"),
+        ("pause=archive/*", "pause= and signal= go together"),
     ],
 )
 def test_a_bad_spec_is_refused_with_what_is_wrong(spec, message):
@@ -172,6 +176,39 @@ def test_counted_faults_fail_the_chosen_calls_in_every_store_that_shares_the_cou
     assert results == ["ok", "failed", "failed", "ok"]
     with pytest.raises(ValueError, match="method= needs counter="):
         parse_faults("method=delete,failures=1")
+
+
+def test_a_held_call_waits_before_it_starts_then_goes_on_once(tmp_path):
+    signal = tmp_path / "held.json"
+    store = with_faults(
+        LocalStore(tmp_path / "s"), f"pause=archive/*/manifest.json,signal={signal}"
+    )
+    store.put_bytes("archive/r/plan.json", b"{}")  # not matching: never held
+    assert store.get_bytes("archive/r/plan.json", 10) == b"{}" and not signal.exists()
+    writer = threading.Thread(target=store.put_bytes, args=("archive/r/manifest.json", b"m"))
+    writer.start()
+    deadline = time.monotonic() + 10
+    while not signal.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    held = json.loads(signal.read_text())
+    assert (held["pid"], held["method"], held["key"]) == (
+        os.getpid(), "put_bytes", "archive/r/manifest.json"
+    )  # fmt: skip
+    time.sleep(0.1)
+    assert writer.is_alive() and not store.exists("archive/r/manifest.json")  # not started
+    (tmp_path / "held.json.go").touch()
+    writer.join(10)
+    assert store.get_bytes("archive/r/manifest.json", 10) == b"m"
+    store.put_bytes("archive/r/manifest.json", b"n")  # once per process: the next goes through
+    with pytest.raises(TransientStorageError, match="held call never let go"):
+        other = tmp_path / "other.json"
+        spec = f"pause=a/*,signal={other},hold_s=0.05"
+        with_faults(LocalStore(tmp_path / "s"), spec).put_if_absent("a/b", b"x")
+    reads = f"pause=a/*,pause_method=get_bytes,signal={tmp_path / 'read.json'},hold_s=0.05"
+    store = with_faults(LocalStore(tmp_path / "s"), reads)
+    store.put_bytes("a/c", b"y")  # with pause_method, writes are not held
+    with pytest.raises(TransientStorageError, match="held call never let go: get_bytes a/c"):
+        store.get_bytes("a/c", 10)
 
 
 def test_faults_are_off_unless_the_test_location_sets_the_variable(monkeypatch, tmp_path):
