@@ -200,13 +200,6 @@ class EarlyExpiry(Exception):
     """A revision expired before the `archive_delete_by` its manifest states."""
 
 
-@pytest.mark.xfail(
-    raises=EarlyExpiry,
-    strict=True,
-    reason="product bug: a deadline marker's key floors the deadline to its minute, so the "
-    "janitor expires a revision up to 59 s before its manifest's archive_delete_by (and its "
-    "audit event names the floored deadline)",
-)
 def test_no_revision_expires_before_the_second_its_manifest_states(
     janitor_pass, tmp_path, clock, settings
 ):

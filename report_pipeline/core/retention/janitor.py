@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from report_pipeline.core.model import store_json
-from report_pipeline.core.model.clock import iso
+from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.keys import archive_prefix, manifest_key
 from report_pipeline.core.model.records import tombstone
 from report_pipeline.core.model.settings import RetentionPolicy
@@ -147,10 +147,28 @@ def expire_revision(
 def sweep_archive(store: Store, now: datetime, stats: JanitorPass) -> None:
     for entry in list(deadlines.due(store, deadlines.ARCHIVE, now)):
         stats.entries_due += 1
-        event = expire_revision(store, entry.report_id, entry.revision, entry.deadline, now)
+        deadline = published_deadline(store, entry.report_id, entry.revision) or entry.deadline
+        if deadline > now:  # the marker is not the published deadline: the manifest rules
+            deadlines.record(store, deadlines.ARCHIVE, deadline, entry.report_id, entry.revision)
+            if keys.deadline_key(deadlines.ARCHIVE, deadline, entry.report_id,
+                                 entry.revision) != entry.key:  # fmt: skip
+                store.delete(entry.key)
+            continue
+        event = expire_revision(store, entry.report_id, entry.revision, deadline, now)
         if event:
             stats.deletions.append(event)
         store.delete(entry.key)
+
+
+def published_deadline(store: Store, report_id: str, revision: str) -> datetime | None:
+    """The archive deadline the revision's manifest publishes, if it has one. A marker can
+    disagree with it: a run killed before its manifest left a marker of its own deadline, and
+    the rerun published another; and a marker keeps its deadline's minute only. The archive is
+    deleted at the published deadline, never before it."""
+    manifest = store_json.read_manifest(store, manifest_key(report_id, revision))
+    if manifest is None or manifest.state == "expired":
+        return None
+    return parse_iso(manifest.deadlines.archive_delete_by)
 
 
 def sweep_rejected_evidence(store: Store, now: datetime, stats: JanitorPass) -> None:
