@@ -16,6 +16,7 @@ from devstack.faults import with_store_faults
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import Store
 from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.defs.conftest import resources  # noqa: F401 - a fixture
 from report_pipeline_tests.faults.live_backfill import REPORT, LiveBackfill, embedded, production
 from report_pipeline_tests.production.conftest import (  # noqa: F401 - fixtures
     backend,

@@ -35,7 +35,7 @@ from report_pipeline_tests import held_run
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.held_run import assert_archive_matches, listing
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.live
 
 REPORT, NEW_REPORT = "image_paths.pdf", "repeated_image.pdf"
 MONTH = "2026-10"

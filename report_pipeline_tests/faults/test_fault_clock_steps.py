@@ -42,7 +42,7 @@ from report_pipeline_tests import held_run
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.held_run import assert_archive_matches, listing
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.live
 
 HOUR, MIN, MS = timedelta(hours=1), timedelta(minutes=1), timedelta(milliseconds=1)
 REPORT, IN_FLIGHT = "repeated_image.pdf", "monthly_report.pdf"
