@@ -96,3 +96,14 @@ def own_cpu() -> float:
 
     me, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# What a benchmark's own S3 settings must not inherit from the shell: a profile, a session token,
+# or the product's endpoint, prefix and inbox variables (each benchmark sets its own).
+FOREIGN_S3_SETTINGS = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
+                       "REPORT_PIPELINE_S3_PREFIX", "REPORT_PIPELINE_INBOX")  # fmt: skip
+
+
+def clear_foreign_s3_settings() -> None:
+    for name in FOREIGN_S3_SETTINGS:
+        os.environ.pop(name, None)

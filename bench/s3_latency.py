@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "REPORT_PIPELINE_S3_ENDPOINT",
-                 "REPORT_PIPELINE_S3_PREFIX", "REPORT_PIPELINE_INBOX"):  # fmt: skip
-        os.environ.pop(name, None)
+    common.clear_foreign_s3_settings()
     delays = [ms / 1000 for ms in args.latency_ms]
     with local_server() as server, local_s3.moto_server() as endpoint:
         os.environ.update({**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL": endpoint})
