@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from report_pipeline.core.model.clock import utc_now
 
@@ -38,3 +39,22 @@ class Clock:
     @property
     def latest_partition(self) -> str:
         return self.month(-1)
+
+
+def faketime_env(shift: str) -> dict[str, str]:
+    """What a process needs in its environment to run with its clock `shift` off (libfaketime's
+    FAKETIME format: `-30m`, `+90m`, `@2026-01-02 03:04:05`).
+
+    Not the `faketime` wrapper: it keeps a semaphore in /dev/shm named by its pid and removes it
+    only when it exits normally, so a SIGKILLed run leaves one behind, and a later wrapper given
+    the same pid fails with "sem_open: File exists" before its command starts. The library
+    alone (0.9.10) makes the same pair for its process, but a name taken makes it no error;
+    `forget_faketime` removes the pair once the process has ended. `$LIB` is the dynamic
+    loader's, as the wrapper sets it."""
+    return {"LD_PRELOAD": "/usr/$LIB/faketime/libfaketime.so.1", "FAKETIME": shift}
+
+
+def forget_faketime(pid: int) -> None:
+    """Remove what libfaketime left in /dev/shm for the ended process `pid`."""
+    for name in (f"sem.faketime_sem_{pid}", f"faketime_shm_{pid}"):
+        Path("/dev/shm", name).unlink(missing_ok=True)

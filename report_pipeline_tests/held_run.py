@@ -29,6 +29,7 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import Store
+from report_pipeline_tests.clock import faketime_env, forget_faketime
 
 
 def store_from(spec: str) -> Store:
@@ -55,15 +56,13 @@ REPO = Path(__file__).resolve().parents[1]
 def start(
     store: Store, work_root: Path, pdf: Path, month: str, faults: str = "", shift: str = "",
 ) -> subprocess.Popen:  # fmt: skip
-    """This module's run in a new process, behind the fault spec `faults`; `shift` (faketime's
-    `-f` offset, such as `-30m`) runs it with its clock that far off."""
-    env = {**os.environ, FAULTS_ENV: faults}
+    """This module's run in a new process, behind the fault spec `faults`; `shift` (libfaketime's
+    offset, such as `-30m`) runs it with its clock that far off."""
+    env = {**os.environ, FAULTS_ENV: faults, **(faketime_env(shift) if shift else {})}
     command = [sys.executable, "-m", __name__, store_spec(store), str(work_root), str(pdf), month]
-    if shift:
-        command = ["faketime", "-f", shift, *command]
     return subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
-    )  # its own process group: a kill takes faketime's child and the decoders along
+    )  # its own process group: a kill takes the decoders along
 
 
 def held_at(run: subprocess.Popen, signal_file: Path, timeout: float = 120.0) -> dict:
@@ -82,7 +81,8 @@ def kill(run: subprocess.Popen) -> float:
     host. When it died (monotonic)."""
     os.killpg(run.pid, signal.SIGKILL)
     run.wait(timeout=30)
-    assert run.returncode in (-signal.SIGKILL, 1)  # 1: faketime's, whose child was killed
+    assert run.returncode == -signal.SIGKILL
+    forget_faketime(run.pid)
     return time.monotonic()
 
 
@@ -139,6 +139,7 @@ def main(argv: list[str]) -> None:
     manifest = run_report(store, Path(pdf), PipelineSettings(Path(work_root)), "inbox", month)
     key = keys.manifest_key(manifest.report_id, manifest.parent_revision)
     print(f"published {manifest.state} {key}", flush=True)
+    forget_faketime(os.getpid())
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from report_pipeline.defs.retention.checks import archive_retention_checks
 from report_pipeline.defs.retention.image_archive import image_archive
 from report_pipeline.defs.retention.jobs import cleanup_job
 from report_pipeline_tests import held_run
+from report_pipeline_tests.clock import faketime_env, forget_faketime
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.held_run import assert_archive_matches, listing
 
@@ -224,13 +225,15 @@ def host_janitor(tmp_path: Path, shift: str) -> str:
     """One pass of the host janitor in its own process, its clock `shift` off (faketime)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORT_PIPELINE_")}
     env.update(REPORT_PIPELINE_STORE=str(tmp_path / "store"),
-               REPORT_PIPELINE_WORK=str(tmp_path / "work"))  # fmt: skip
-    done = subprocess.run(
-        ["faketime", "-f", shift, sys.executable, "-m", "report_pipeline.host_janitor", "--once"],
-        cwd=held_run.REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+               REPORT_PIPELINE_WORK=str(tmp_path / "work"), **faketime_env(shift))  # fmt: skip
+    janitor = subprocess.Popen(
+        [sys.executable, "-m", "report_pipeline.host_janitor", "--once"], cwd=held_run.REPO,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip()
+    out, err = janitor.communicate(timeout=120)
+    forget_faketime(janitor.pid)
+    assert janitor.returncode == 0, err[-2000:]
+    return out.strip()
 
 
 @pytest.mark.xfail(
