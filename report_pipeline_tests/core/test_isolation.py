@@ -88,6 +88,25 @@ def _kill_first_decoder_after(delay: float, killed: list[int]) -> None:
         time.sleep(0.005)
 
 
+def test_a_caller_that_holds_the_results_does_not_run_down_the_decoders_clocks(tmp_path):
+    # A stalled upload or a slow store holds the caller between two results for longer than an
+    # image's budget. The decoders wait on it (their socket is full) or finish early; either
+    # way that time is not theirs, and good images must not become `decode_timeout`.
+    settings = DecodeSettings(image_seconds=1.0, image_floor_seconds=1.0, seconds_per_megapixel=0,
+                              processes=2)  # fmt: skip
+    limits = PipelineSettings(tmp_path).limits
+    pdf = fixture_pdf("monthly_report.pdf")
+    results = []
+    for item in decode_pages(pdf, [1, 2, 3, 4], limits, settings, 600.0):
+        results.append(item)
+        if len(results) in (1, 5):
+            time.sleep(2.5)  # past every child's per-image deadline
+    reasons = {i.outcome.reason for i in results if i.outcome is not None}
+    assert "decode_timeout" not in reasons
+    calm = list(decode_pages(pdf, [1, 2, 3, 4], limits, settings, 600.0))
+    assert sorted((i.page, i.index) for i in results) == sorted((i.page, i.index) for i in calm)
+
+
 def test_a_decoder_killed_mid_image_quarantines_that_image_and_the_rest_go_on(tmp_path):
     killed: list[int] = []
     watcher = threading.Thread(target=_kill_first_decoder_after, args=(0.15, killed))

@@ -74,6 +74,22 @@ class _Pool:
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
 
     def run(self, pages: list[int]) -> Iterator[Decoded]:
+        for decoded in self._results(pages):
+            handed = time.monotonic()
+            yield decoded
+            self._held(time.monotonic() - handed)
+
+    def _held(self, seconds: float) -> None:
+        """The caller held a result this long (a stalled upload, a slow store) before asking for
+        the next: the busy children's clocks stop for it. A child waits on its full socket or
+        idles after its work meanwhile, so counting that time would quarantine good images as
+        `decode_timeout`. A child that truly hangs still meets its deadline, later by as much;
+        its CPU limit does not move."""
+        for child in self.children:
+            if child.job:
+                child.deadline += seconds
+
+    def _results(self, pages: list[int]) -> Iterator[Decoded]:
         self.jobs.extend((page, 0) for page in pages)
         while self.jobs or any(c.job for c in self.children):
             self._assign()
