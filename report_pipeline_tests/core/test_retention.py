@@ -1,8 +1,12 @@
 """Two clocks, the janitor and the retention checks, with an injected clock (no sleeps)."""
 
 import json
+import os
+import signal
+import time
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +15,14 @@ from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import parse_iso, utc_now
 from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.retention import deletion_log, janitor
-from report_pipeline.core.scratch.workdir import lease_for, private_workdir
+from report_pipeline.core.scratch.workdir import (
+    create_workdir,
+    held_by_live_process,
+    lease_for,
+    new_lease,
+    private_workdir,
+    read_lease,
+)
 from report_pipeline.core.steps import stage
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline_tests.conftest import fixture_pdf
@@ -37,7 +48,9 @@ _NEVER_EXITED = []  # holding the context keeps its `finally` from running (as i
 
 def crashed_workdir(settings, owner="run/step"):
     """A worker that died without its `finally`: the directory and lease stay behind."""
-    context = private_workdir(settings.work_root, lease_for(settings, owner))
+    policy = settings.retention  # a lease without a holder (this process lives on): the clock
+    lease = new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
+    context = private_workdir(settings.work_root, lease)
     workdir = context.__enter__()
     _NEVER_EXITED.append(context)
     (workdir / "page.bin").write_bytes(b"x" * 1000)
@@ -191,3 +204,35 @@ def test_every_check_reports_counts_bytes_an_oldest_item_and_cleanup_lag(
         assert any("bytes" in k for k in keys), outcome.name
         assert any(k.startswith(("oldest_overdue", "first_")) for k in keys), outcome.name
         assert outcome.metadata["deletions_audited"] == 1  # publishing deleted the staged source
+
+
+def _workdir_of_a_killed_worker(settings) -> Path:
+    """A real worker process takes its workdir (lease_for: it is the holder) and is SIGKILLed."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        workdir = create_workdir(settings.work_root, lease_for(settings, "killed/step"))
+        os.write(write, str(workdir).encode())
+        time.sleep(60)
+        os._exit(0)
+    workdir = Path(os.read(read, 4096).decode())
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return workdir
+
+
+def test_a_workdir_whose_holder_still_runs_is_kept_whatever_the_clock_says(store, settings):
+    # A step that outlives its lease, or a host clock stepped forward past it: the lease's times
+    # say due, the kernel says its holder runs. Only the dead worker's directory goes.
+    live = create_workdir(settings.work_root, lease_for(settings, "live/step"))
+    dead = _workdir_of_a_killed_worker(settings)
+    assert held_by_live_process(read_lease(live))
+    assert not held_by_live_process(read_lease(dead))
+    later = utc_now() + settings.retention.unfinished_hold + 2 * 60 * MIN
+    sweep = janitor.run(store, settings.work_root, later, settings.retention)
+    assert [e.item for e in sweep.deletions if e.kind == "workdir"] == [dead.name]
+    assert live.exists() and not dead.exists()
+    audit = checks(store, settings, later)["work_material_deleted_by_deadline"]
+    assert audit.passed  # the audit agrees: nothing overdue
+    foreign = replace(read_lease(live), holder="another-boot/pid:[1]/1/1")
+    assert not held_by_live_process(foreign)  # another host or boot: only the clock decides

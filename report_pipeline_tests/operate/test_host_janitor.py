@@ -18,7 +18,7 @@ import pytest
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.retention import deletion_log
-from report_pipeline.core.scratch.workdir import lease_for, private_workdir
+from report_pipeline.core.scratch.workdir import new_lease, private_workdir
 from report_pipeline.core.storage.local_store import LocalStore
 
 pytestmark = pytest.mark.live
@@ -28,7 +28,10 @@ _NEVER_EXITED = []  # a dead worker's workdir: its `finally` never runs
 
 
 def dead_workdir(work_root: Path) -> Path:
-    context = private_workdir(work_root, lease_for(PipelineSettings(work_root), "run/step"))
+    policy = PipelineSettings(work_root).retention  # a lease without a holder: the clock decides
+    context = private_workdir(
+        work_root, new_lease("run/step", utc_now(), policy.lease_minutes, policy.work_minutes)
+    )
     workdir = context.__enter__()
     _NEVER_EXITED.append(context)
     (workdir / "page.bin").write_bytes(b"x" * 1000)

@@ -28,7 +28,12 @@ from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.retention import deadlines, deletion_log, rejected, untracked
 from report_pipeline.core.retention.deletion_log import Deletion
 from report_pipeline.core.retention.material import revision_material
-from report_pipeline.core.scratch.workdir import BUCKET_FORMAT, named_minute, read_lease
+from report_pipeline.core.scratch.workdir import (
+    BUCKET_FORMAT,
+    held_by_live_process,
+    named_minute,
+    read_lease,
+)
 from report_pipeline.core.storage.store import ObjectInfo, Store
 
 _BUCKET = re.compile(r"^\d{10}$")
@@ -56,7 +61,8 @@ def dir_size(path: Path) -> tuple[int, int]:
 
 
 def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator[tuple]:
-    """(bucket, workdir, deadline) for every workdir whose lease and deadline have elapsed."""
+    """(bucket, workdir, deadline) for every workdir whose lease and deadline have elapsed and
+    whose holder no longer runs on this host."""
     if not work_root.is_dir():
         return
     current = now.astimezone(UTC).strftime(BUCKET_FORMAT)
@@ -74,7 +80,7 @@ def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator
             if lease is None:  # crashed before writing its lease: due when the hour is over
                 if now >= _bucket_end(name):
                     yield bucket, Path(entry.path), _bucket_end(name)
-            elif lease.due(now):
+            elif lease.due(now) and not held_by_live_process(lease):
                 yield bucket, Path(entry.path), lease.removable_from()
 
 

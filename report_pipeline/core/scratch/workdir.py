@@ -3,6 +3,11 @@
 A directory lives under a bucket named for the hour from which it may be deleted (the later of
 its lease and its deadline), so a janitor only opens buckets that are due: its cost follows what
 expired, not everything on disk.
+
+A lease also names the process that holds it (`holder`: boot, pid namespace, pid and start
+tick). Wall-clock times alone cannot tell a live step from a dead one when a host's clock steps
+forward, or when a step outlives its lease; a janitor on the same host asks the kernel instead,
+and never deletes a directory whose holder still runs (`held_by_live_process`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -29,6 +34,7 @@ class Lease:
     owner: str  # "<run id>/<step>": which worker holds the directory
     lease_until: str  # ISO 8601 UTC: the worker may still be using it before this
     delete_by: str  # ISO 8601 UTC: the short clock for working material
+    holder: str = ""  # this_process() of the worker; "" where /proc cannot say (clock only)
 
     def due(self, now: datetime) -> bool:
         return now >= parse_iso(self.lease_until) and now >= parse_iso(self.delete_by)
@@ -112,5 +118,50 @@ def new_lease(owner: str, now: datetime, lease_minutes: int, work_minutes: int) 
 
 
 def lease_for(settings: PipelineSettings, owner: str) -> Lease:
+    """A lease for a directory this process uses from now on: the settings' clocks and this
+    process as its holder."""
     policy = settings.retention
-    return new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
+    lease = new_lease(owner, utc_now(), policy.lease_minutes, policy.work_minutes)
+    return replace(lease, holder=this_process())
+
+
+def this_process() -> str:
+    """Who holds a lease: `<boot id>/<pid namespace>/<pid>/<start tick>`, or "" without /proc.
+    The start tick (clock ticks after boot) tells this process from a later one given its pid."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+        return f"{boot}/{namespace}/{os.getpid()}/{_start_tick(os.getpid())}"
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def held_by_live_process(lease: Lease) -> bool:
+    """Whether the lease's holder still runs, as this host's kernel sees it. False when it has
+    ended (or is a zombie), when the lease names none, or when it was taken on another host, boot
+    or pid namespace: then only the lease's times decide."""
+    parts = lease.holder.split("/")
+    if len(parts) != 4 or not this_process():
+        return False
+    boot, namespace, pid, tick = parts
+    here = this_process().split("/")
+    if [boot, namespace] != here[:2] or not pid.isdigit():
+        return False
+    try:
+        alive = _state(int(pid)) not in ("Z", "X")
+        return alive and str(_start_tick(int(pid))) == tick
+    except (OSError, ValueError, IndexError):
+        return False  # gone
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may hold spaces): field 3 onwards."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _state(pid: int) -> str:
+    return _stat_fields(pid)[0]
+
+
+def _start_tick(pid: int) -> int:
+    return int(_stat_fields(pid)[19])  # field 22, starttime
