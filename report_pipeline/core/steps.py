@@ -42,7 +42,7 @@ from report_pipeline.core.plan import walk
 from report_pipeline.core.plan.store import missing_tasks, plan, read_draws, write_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
-from report_pipeline.core.storage.parallel_io import BackgroundPuts
+from report_pipeline.core.storage.parallel_io import BackgroundPuts, together
 from report_pipeline.core.storage.store import Store
 
 
@@ -237,10 +237,14 @@ def complete_plan(
     started (Dagster selects only steps with a failed or unfinished attempt), and the collected
     list is then silently short. Both steps are idempotent, so doing them again is safe.
     """
-    if staged.reused or complete_manifest(store, staged.ref) is not None:
+    if staged.reused:
         return []
     done = {task.task.task_key for task in archived}
-    return [
-        record_children(store, extract(store, task, settings, owner), 1)[0]
-        for task in missing_tasks(store, staged.ref, done)
-    ]
+    published, missing = together(
+        store,
+        lambda: complete_manifest(store, staged.ref),
+        lambda: missing_tasks(store, staged.ref, done),
+    )  # one wait on S3 (the plan read is wasted only when a manifest is there)
+    if published is not None:
+        return []
+    return [record_children(store, extract(store, task, settings, owner), 1)[0] for task in missing]

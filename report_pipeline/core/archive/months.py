@@ -16,6 +16,7 @@ from report_pipeline.core.model.current import MonthHead
 from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.storage.parallel_io import map_io
 from report_pipeline.core.storage.store import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
@@ -42,21 +43,21 @@ def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
         for r in store.list_prefixes(keys.ARCHIVE)
         if not month or keys.in_month(keys.prefix_name(r), month)
     ]
+    listed = map_io(store, lambda report: list(store.list_prefixes(report)), reports)
     return [
         (keys.prefix_name(report), keys.prefix_name(revision))
-        for report in reports
-        for revision in store.list_prefixes(report)
+        for report, revisions_of in zip(reports, listed, strict=True)
+        for revision in revisions_of
     ]
 
 
 def month_manifests(store: Store, month: str, besides: str = "") -> Iterator[tuple[str, Manifest]]:
     """(manifest key, manifest) of every revision of the month's reports that has a manifest
     (but `besides`, not read)."""
-    for report_id, revision in revisions(store, month):
-        if revision == besides:
-            continue
-        key = manifest_key(report_id, revision)
-        manifest = store_json.read_manifest(store, key)
+    wanted = [manifest_key(r, revision) for r, revision in revisions(store, month)
+              if revision != besides]  # fmt: skip
+    read = map_io(store, lambda key: store_json.read_manifest(store, key), wanted)
+    for key, manifest in zip(wanted, read, strict=True):
         if manifest is not None:
             yield key, manifest
 

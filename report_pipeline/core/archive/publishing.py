@@ -15,10 +15,11 @@ from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, Sta
 from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.model.store_json import complete_manifest
-from report_pipeline.core.plan.record import read_plan
+from report_pipeline.core.plan.record import Plan, read_plan
 from report_pipeline.core.retention import deadlines, deletion_log
 from report_pipeline.core.retention.material import working_objects
-from report_pipeline.core.storage.store import Store
+from report_pipeline.core.storage.parallel_io import together
+from report_pipeline.core.storage.store import MissingObject, Store
 
 
 def _child(record: OutcomeRecord, queued_at: str, attempt: int, key: str | None) -> ChildRecord:
@@ -100,14 +101,19 @@ def publish(
     returned. Working material (the staged source, work leftovers) is deleted once complete.
     """
     ref, now = staged.ref, utc_now()
-    month = months.current(store, ref.month, besides=ref.revision)
+    month, existing, inputs = together(
+        store,
+        lambda: months.current(store, ref.month, besides=ref.revision),
+        lambda: complete_manifest(store, ref),
+        lambda: _inputs(store, staged, archived, missing_ok=True),
+    )  # one wait for all three on S3; the inputs are wasted only on a rerun
     live = month.manifest if month and month.live else None
     if live is not None and months.holds(live, ref):
         return live, True
-    existing = complete_manifest(store, ref)
     if existing is not None:  # written, but a crash left it short of the month's
         return succession.make_current(store, existing, "", now), True
-    manifest = _built(store, staged, archived, retention, live, now)
+    inputs = inputs or _inputs(store, staged, archived)  # missing: say so now
+    manifest = _built(store, staged, archived, retention, live, now, *inputs)
     complete = manifest.state == "complete"
     if complete:  # the long clock's marker first: a complete manifest never lacks one
         archive_by = parse_iso(manifest.deadlines.archive_delete_by)
@@ -116,24 +122,49 @@ def publish(
     if not complete:
         return manifest, False
     work_by = parse_iso(manifest.deadlines.work_delete_by)
-    material = working_objects(store, ref.report_id, ref.revision)
-    deletion_log.delete_audited(
-        store, "working_material", ref.report_id, ref.revision, work_by, now, material
-    )  # fmt: skip
     basis = live.parent_revision if live else ""
-    return succession.make_current(store, manifest, basis, now, month), False
+
+    def clean_up() -> None:
+        material = working_objects(store, ref.report_id, ref.revision)
+        deletion_log.delete_audited(
+            store, "working_material", ref.report_id, ref.revision, work_by, now, material
+        )  # fmt: skip
+
+    # Independent once the manifest is written: a crash between them leaves working material
+    # for the janitor, or a complete revision that a rerun makes current (above).
+    _, current = together(
+        store, clean_up, lambda: succession.make_current(store, manifest, basis, now, month)
+    )  # fmt: skip
+    return current, False
+
+
+def _inputs(
+    store: Store, staged: StagedReport, archived: list[ArchivedTask], missing_ok: bool = False
+) -> tuple[Plan, list[ChildRecord]] | None:
+    """The revision's plan and its tasks' children, in page order, read side by side. One of
+    them missing: None with `missing_ok` (a month that holds the report already needs none),
+    else MissingObject."""
+    tasks = sorted(archived, key=lambda t: t.task.first_page)
+    try:
+        plan, *children = together(
+            store,
+            lambda: read_plan(store, staged.ref),
+            *[lambda key=task.children_key: store_json.read_children(store, key)
+              for task in tasks],
+        )  # fmt: skip
+    except MissingObject:
+        if missing_ok:
+            return None
+        raise
+    return plan, [child for records in children for child in records]
 
 
 def _built(
     store: Store, staged: StagedReport, archived: list[ArchivedTask], retention: RetentionPolicy,
-    live: Manifest | None, now: datetime,
+    live: Manifest | None, now: datetime, plan: Plan, records: list[ChildRecord],
 ) -> Manifest:  # fmt: skip
-    """The revision's manifest from its tasks' children: the month's deadline when it has a
-    live revision, and that revision's decisions on the same images."""
-    plan = read_plan(store, staged.ref)
-    records: list[ChildRecord] = []
-    for task in sorted(archived, key=lambda t: t.task.first_page):
-        records.extend(store_json.read_children(store, task.children_key))
+    """The revision's manifest from its plan and its tasks' children: the month's deadline when
+    it has a live revision, and that revision's decisions on the same images."""
     peak = max((task.peak_rss_kib for task in archived), default=0)
     clocks = deadlines_for(now, retention)
     if live is not None:

@@ -18,6 +18,7 @@ from report_pipeline.core.checks.revision_audit import compared, verify_revision
 from report_pipeline.core.model.clock import iso, parse_iso
 from report_pipeline.core.model.keys import archive_prefix
 from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.storage.parallel_io import together
 from report_pipeline.core.storage.store import Store
 
 
@@ -214,10 +215,14 @@ def month_outcomes(
 ) -> list[CheckOutcome]:
     """Every per-month check on a revision's manifest (figures of that revision only; on time
     from the month's first archived revision)."""
-    archived_at = first_archived_at(store, manifest.month)
+    archived_at, matches = together(
+        store,
+        lambda: first_archived_at(store, manifest.month),
+        lambda: archive_matches_manifest(store, manifest),
+    )  # fmt: skip
     return [
         manifest_complete(manifest),
-        archive_matches_manifest(store, manifest),
+        matches,
         first_attempt_validation(manifest, limits),
         quarantine_rate(manifest, limits),
         queue_age_p95(manifest, limits),

@@ -10,17 +10,22 @@ worker.
 from __future__ import annotations
 
 from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.storage.parallel_io import together
 from report_pipeline.core.storage.store import MissingObject, ObjectInfo, Store
 
 
 def working_objects(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:
     """A revision's staged source and work objects, as they are in the store now."""
     staged = keys.staged_key(report_id, revision)
-    try:
-        found = [ObjectInfo(staged, store.size(staged))]  # one HEAD, not two
-    except MissingObject:
-        found = []
-    return found + list(store.list(keys.work_prefix(revision)))
+
+    def source() -> list[ObjectInfo]:
+        try:
+            return [ObjectInfo(staged, store.size(staged))]  # one HEAD, not two
+        except MissingObject:
+            return []
+
+    found, work = together(store, source, lambda: list(store.list(keys.work_prefix(revision))))
+    return found + work
 
 
 def unpublished_archive(store: Store, report_id: str, revision: str) -> list[ObjectInfo]:

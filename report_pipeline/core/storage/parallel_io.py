@@ -35,6 +35,12 @@ def map_io(store: Any, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def together(store: Any, *calls: Callable[[], Any]) -> list[Any]:
+    """The results of `calls` (no arguments each), side by side when the store benefits: reads
+    that do not depend on each other cost one round trip's wait, not one each."""
+    return map_io(store, lambda call: call(), calls)
+
+
 class BackgroundPuts:
     """`put_if_absent` that may run behind the caller's loop (extraction uploads while it
     decodes); `created` counts the objects the calls created (absent before).
