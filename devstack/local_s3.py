@@ -9,7 +9,9 @@ services each request is for: it lists moto's package folder (a stat per entry) 
 services' URL patterns, every request. That, moto's access log and its browser CORS layer took
 a third of the server's CPU per PutObject (3.70 -> 2.50 ms, `python -m bench.experiments.s3_server`;
 bench/HISTORY.md, "Equal work, and a leaner S3 test server"), on the two cores the run under test
-decodes on. The tests' in-thread server (`make_server`) is the same application.
+decodes on. The tests' in-thread server (`make_server`) is the same application; with a
+`SlowDown` it also answers 503 SlowDown for a while, as S3 throttling a prefix does (issue 33,
+case 5: report_pipeline_tests/faults/test_fault_s3_slowdown.py).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +43,12 @@ CREDENTIALS = {
 }
 
 
-def make_server(port: int = 0) -> Any:
+def make_server(port: int = 0, slowdown: SlowDown | None = None) -> Any:
     """moto's S3 application in werkzeug's threaded server on 127.0.0.1:`port` (0: the OS picks;
-    the port is `.server_port`), not yet serving: `serve_forever()` in a thread or process."""
+    the port is `.server_port`), not yet serving: `serve_forever()` in a thread or process.
+    With `slowdown`, the server answers 503 SlowDown while its outage lasts. Two servers in one
+    process serve the same buckets (moto's state is the process's), so a throttled server beside
+    the tests' own is S3 throttling every client sent to it, and only those."""
     os.environ.setdefault("MOTO_DISABLE_GLOBAL_CORS", "1")  # read when moto.settings is imported
     from moto.server import MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server as werkzeug_server
@@ -47,8 +56,105 @@ def make_server(port: int = 0) -> Any:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access-log line per request
     app = create_backend_app("s3")
     return werkzeug_server(
-        "127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler
+        "127.0.0.1", port, slowdown.wrap(app) if slowdown else app, threaded=True,
+        request_handler=MotoRequestHandler,
+    )  # fmt: skip
+
+
+SLOWDOWN_BODY = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+    "<Message>Please reduce your request rate.</Message><RequestId>{id}</RequestId></Error>"
+)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server answered: when (monotonic and wall clock), what, and how."""
+
+    at: float
+    wall: float
+    method: str
+    path: str
+    status: int
+    # botocore's `amz-sdk-request` header: this attempt of the call (1: the first) and the
+    # most attempts its client makes; its `amz-sdk-invocation-id` is the same on every attempt
+    attempt: int
+    max_attempts: int
+    invocation: str
+
+
+@dataclass
+class SlowDown:
+    """An S3 outage as S3 throttles a prefix: every request answered `503 Slow Down` (the body
+    S3 sends, with a request id) for `seconds` from the first request `starts(method, path)`
+    accepts, then served again. The request's body is read before the answer, as S3 does, so a
+    kept-alive connection stays usable and the client's own retry logic (botocore: backoff
+    with jitter, `amz-sdk-request` attempt numbers) meets a real HTTP 503. `requests` logs every
+    request the server answered, throttled or not, from the first one on."""
+
+    seconds: float
+    starts: Callable[[str, str], bool]
+    began: float | None = None  # monotonic, when the outage began
+    began_wall: float | None = None
+    requests: list[Request] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def ends(self) -> float | None:
+        return None if self.began is None else self.began + self.seconds
+
+    def throttled(self) -> list[Request]:
+        return [r for r in self.requests if r.status == 503]
+
+    def wrap(self, app: Callable) -> Callable:
+        from werkzeug.wsgi import get_input_stream
+
+        def throttling(environ: dict, start_response: Callable) -> Iterable[bytes]:
+            method, path, now = (
+                environ["REQUEST_METHOD"],
+                environ.get("PATH_INFO", ""),
+                time.monotonic(),
+            )
+            with self._lock:
+                if self.began is None and self.starts(method, path):
+                    self.began, self.began_wall = now, time.time()
+                down = self.began is not None and now < self.began + self.seconds
+            attempt, most, invocation = _sdk_attempt(environ)
+
+            def log(status: int) -> None:
+                line = Request(now, time.time(), method, path, status, attempt, most, invocation)
+                with self._lock:
+                    self.requests.append(line)
+
+            if not down:
+
+                def logged(status: str, headers: list, *rest: Any) -> Any:
+                    log(int(status.split(" ", 1)[0]))
+                    return start_response(status, headers, *rest)
+
+                return app(environ, logged)
+            get_input_stream(environ).read()  # the whole request, then the answer
+            request_id = secrets.token_hex(8).upper()
+            body = b"" if method == "HEAD" else SLOWDOWN_BODY.format(id=request_id).encode()
+            log(503)
+            start_response("503 Slow Down", [
+                ("Content-Type", "application/xml"), ("Content-Length", str(len(body))),
+                ("x-amz-request-id", request_id),
+            ])  # fmt: skip
+            return [body]
+
+        return throttling
+
+
+def _sdk_attempt(environ: dict) -> tuple[int, int, str]:
+    """(attempt, max attempts, invocation id) from botocore's headers; (0, 0, "") without."""
+    fields = dict(
+        part.strip().split("=", 1)
+        for part in environ.get("HTTP_AMZ_SDK_REQUEST", "").split(";")
+        if "=" in part
     )
+    invocation = environ.get("HTTP_AMZ_SDK_INVOCATION_ID", "")
+    return int(fields.get("attempt", 0)), int(fields.get("max", 0)), invocation
 
 
 def command(port: int) -> list[str]:

@@ -38,11 +38,12 @@ def client(endpoint: str, attempts: int = 3, timeout: float = 10) -> Any:
     )
 
 
-def start_server() -> tuple[Any, str]:
+def start_server(slowdown: local_s3.SlowDown | None = None) -> tuple[Any, str]:
     """Start the S3 server `make demo-production` and the bench use (moto's S3 service,
     devstack/local_s3.py) in a thread, on a port the OS picks; returns (server, endpoint
-    URL). `server.shutdown()` stops it."""
-    server = local_s3.make_server(0)
+    URL). `server.shutdown()` stops it. With `slowdown`, it answers 503 SlowDown while that
+    outage lasts; it serves the same buckets as any other server in this process."""
+    server = local_s3.make_server(0, slowdown)
     threading.Thread(target=server.serve_forever, name="s3-server", daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}"
 

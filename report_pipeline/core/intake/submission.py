@@ -26,7 +26,7 @@ from report_pipeline.core.intake.sources import ReportRef, ReportSource, eligibl
 from report_pipeline.core.model.records import SourceFacts
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
-from report_pipeline.core.storage.store import Store
+from report_pipeline.core.storage.store import DiskFull, Store
 
 REVISION_TAG = "report_pipeline/revision"
 REPORT_ID_TAG = "report_pipeline/report_id"
@@ -101,10 +101,12 @@ def admit(
     structure and page count. Nothing is kept: the private directory goes when this returns.
 
     Whatever goes wrong on the way (a source that fails mid-read, a decoder error) is a
-    refusal with a code, `inspection_failed` when nothing more specific is known."""
+    refusal with a code, `inspection_failed` when nothing more specific is known; but a full
+    work root (`DiskFull`) is raised as it is: the report is not at fault, and is read again
+    once there is space."""
     try:
         return _admit(source, ref, month, settings, owner)
-    except RefusedInput:
+    except (RefusedInput, DiskFull):  # a full work root is no fault of the report's
         raise
     except Exception as error:
         raise RefusedInput(

@@ -41,13 +41,16 @@ def delete_audited(
     store: Store, kind: str, report_id: str, revision: str, deadline: datetime, now: datetime,
     objects: list[ObjectInfo],
 ) -> Deletion | None:  # fmt: skip
-    """Delete `objects` and record one audit event for them (none when there was nothing)."""
-    store.delete_many([item.key for item in objects])
+    """Delete `objects` and record one audit event for them (none when there was nothing). The
+    event is written first: a store that cannot take it (full, throttled) fails the call with
+    nothing deleted, never a deletion the audit stream lacks; a failure after the event leaves
+    the objects to the next attempt, which records them again."""
     if not objects:
         return None
     size = sum(o.size for o in objects)
     event = deletion(kind, revision, report_id, revision, deadline, now, size, len(objects))
     record(store, event)
+    store.delete_many([item.key for item in objects])
     return event
 
 

@@ -5,8 +5,11 @@ disk), working material in the store (the short clock's index), and archived rev
 long clock's index). A fourth lists `staged/` and `work/` directly and removes expired material
 that no marker covers, with what a revision found there holds unpublished in the archive
 (`untracked`). A fifth removes writes a crashed writer left half-done (LocalStore's
-`.partial/`; S3 has none). Every deletion becomes one audit event. "Already gone"
-(a marker whose material was never written, or already deleted) counts as done.
+`.partial/`; S3 has none). Every deletion becomes one audit event, written before the deletion:
+a pass that cannot write its events (a full store, a throttled bucket) fails having deleted
+nothing unaudited; one that fails between an event and its deletion leaves the deletion to the
+next pass, which records it again. "Already gone" (a marker whose material was never written,
+or already deleted) counts as done.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -84,14 +87,21 @@ def due_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> Iterator
                 yield bucket, Path(entry.path), lease.removable_from()
 
 
-def sweep_workdirs(work_root: Path, now: datetime, stats: JanitorPass) -> None:
+def sweep_workdirs(
+    work_root: Path, now: datetime, stats: JanitorPass,
+    audit: Callable[[Deletion], object] | None = None,
+) -> None:  # fmt: skip
+    """Remove every due workdir; `audit` (when given) records each one's event before it goes,
+    so a failing audit stream (a full store, S3 throttling) stops the pass with nothing removed
+    unaudited."""
     emptied = set()
     for bucket, workdir, deadline in list(due_workdirs(work_root, now, stats)):
         size, files = dir_size(workdir)
+        event = deletion_log.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
+        if audit is not None:
+            audit(event)
         shutil.rmtree(workdir, ignore_errors=True)
-        stats.deletions.append(
-            deletion_log.deletion("workdir", workdir.name, "", "", deadline, now, size, files)
-        )
+        stats.deletions.append(event)
         emptied.add(bucket)
     for bucket in emptied | _past_buckets(work_root, now):
         with contextlib.suppress(OSError):
@@ -217,9 +227,9 @@ def sweep_abandoned_writes(
     store: Store, now: datetime, policy: RetentionPolicy, stats: JanitorPass
 ) -> None:
     for item, name, deadline in list(abandoned_writes(store, now, policy)):
-        store.delete_abandoned([item.key])
         event = deletion_log.deletion("partial_write", name, "", "", deadline, now, item.size, 1)
-        deletion_log.record(store, event)
+        deletion_log.record(store, event)  # before the deletion, as every event
+        store.delete_abandoned([item.key])
         stats.deletions.append(event)
 
 
@@ -228,9 +238,7 @@ def sweep_host(store: Store, work_root: Path, now: datetime) -> JanitorPass:
     must run on every worker host (report_pipeline/host_janitor.py), since workdirs live on
     local disk."""
     stats = JanitorPass()
-    sweep_workdirs(work_root, now, stats)
-    for event in stats.deletions:
-        deletion_log.record(store, event)
+    sweep_workdirs(work_root, now, stats, lambda event: deletion_log.record(store, event))
     return stats
 
 

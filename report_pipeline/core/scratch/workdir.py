@@ -24,6 +24,7 @@ from pathlib import Path
 
 from report_pipeline.core.model.clock import iso, parse_iso, utc_now
 from report_pipeline.core.model.settings import PipelineSettings
+from report_pipeline.core.storage.store import WORK_ROOT, full_disk_named
 
 LEASE_FILE = "lease.json"
 BUCKET_FORMAT = "%Y%m%d%H"
@@ -100,11 +101,15 @@ def private_workdir(root: Path | str, lease: Lease) -> Iterator[Path]:
     """A fresh private directory that is removed however the block ends.
 
     A crash that skips `finally` leaves it for the janitor, which removes it once both the
-    lease and the deadline have elapsed.
+    lease and the deadline have elapsed. The work root filling up, as the directory is made or
+    while the block writes into it (a report streamed in, the staged source fetched), is
+    `DiskFull` naming `settings.work_root`: a failure of its own, not a refusal of the report.
     """
-    directory = create_workdir(root, lease)
+    with full_disk_named(WORK_ROOT, "a step's private workdir"):
+        directory = create_workdir(root, lease)
     try:
-        yield directory
+        with full_disk_named(WORK_ROOT, "a step's private workdir"):
+            yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -12,11 +12,14 @@ from pathlib import Path
 
 from report_pipeline.core.storage.store import (
     CHUNK,
+    STORE_ROOT,
+    DiskFull,
     MissingObject,
     ObjectInfo,
     PermanentStorageError,
     check_key,
     fetch_into,
+    no_space,
 )
 
 PARTIAL = ".partial"  # LocalStore's writes in flight, all in one folder (not a key)
@@ -27,7 +30,9 @@ class LocalStore:
 
     Every write goes to a random name in `.partial/` (same filesystem) and is renamed or linked
     into place when complete. A writer killed mid-write leaves its file there, where listings
-    never look and the janitor finds it without walking the tree (`abandoned_writes`).
+    never look and the janitor finds it without walking the tree (`abandoned_writes`). A write
+    that fails (a full disk: `DiskFull`, naming `store.root`) removes its partial file: nothing
+    is left under the final key, nor in `.partial/`.
     """
 
     def __init__(self, root: Path | str) -> None:
@@ -60,15 +65,17 @@ class LocalStore:
 
     def _write(self, key: str, writer) -> None:
         final = self._path(key)
-        tmp = self._tmp_for(final)
+        tmp = None
         try:
+            tmp = self._tmp_for(final)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 writer(handle)
             os.replace(tmp, final)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise PermanentStorageError(f"cannot write {key}: {exc.strerror}") from None
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise _failed("write", key, exc) from None
 
     def put_bytes(self, key: str, data: bytes) -> None:
         self._write(key, lambda handle: handle.write(data))
@@ -87,8 +94,9 @@ class LocalStore:
         into place, and link(2) fails if the name exists. (S3: PutObject with
         `If-None-Match: *`, whose 412 Precondition Failed means False.)"""
         final = self._path(key)
-        tmp = self._tmp_for(final)
+        tmp = None
         try:
+            tmp = self._tmp_for(final)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -96,24 +104,25 @@ class LocalStore:
         except FileExistsError:
             return False
         except OSError as exc:
-            raise PermanentStorageError(f"cannot create {key}: {exc.strerror}") from None
+            raise _failed("create", key, exc) from None
         finally:
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         return True
 
     def copy(self, src: str, dst: str) -> None:
         """A second name for the same file (a hard link: objects are never rewritten in place,
         and deleting one name leaves the other)."""
         source, final = self._path(src), self._path(dst)
-        self._mkdir_chain(final.parent)
         try:
+            self._mkdir_chain(final.parent)
             os.link(source, final)
         except FileExistsError:
             return
         except FileNotFoundError:
             raise MissingObject(f"missing object {src}") from None
         except OSError as exc:
-            raise PermanentStorageError(f"cannot copy {src}: {exc.strerror}") from None
+            raise _failed("copy", src, exc) from None
 
     def get_bytes(self, key: str, max_bytes: int) -> bytes:
         path = self._path(key)
@@ -210,3 +219,11 @@ class LocalStore:
             if folder != PARTIAL or not re.fullmatch(r"[0-9a-f]+", name):
                 raise PermanentStorageError(f"not a partial write: {key!r}")
             (self.root / PARTIAL / name).unlink(missing_ok=True)
+
+
+def _failed(action: str, key: str, exc: OSError) -> PermanentStorageError:
+    """A write's OSError as the store's error: a full disk is `DiskFull` (naming the root by its
+    setting, `store.root`), anything else permanent."""
+    if no_space(exc):
+        return DiskFull(STORE_ROOT, key)
+    return PermanentStorageError(f"cannot {action} {key}: {exc.strerror}")

@@ -7,9 +7,11 @@ atomically, so a reader never sees half an object and a retried write is harmles
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -50,6 +52,42 @@ class TransientStorageError(StorageError):
 
 class PermanentStorageError(StorageError):
     """Missing objects, permissions, full disks: retrying will not help."""
+
+
+# The roots a disk can fill, by the setting that names them (README, "Configure"): what a full
+# disk's message says, never the root's path.
+STORE_ROOT, WORK_ROOT = "store.root", "settings.work_root"
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})  # a full filesystem, or the user's quota
+
+
+class DiskFull(PermanentStorageError):
+    """A root's filesystem has no space left (ENOSPC, or EDQUOT: over quota) while something was
+    written there. Not transient in a retry's sense (a step retried seconds later meets the same
+    full disk), not bad input (the report is fine): a failure of its own, which names the root
+    by its setting (`root`), never by its path, and what was being written."""
+
+    def __init__(self, root: str, writing: str) -> None:
+        self.root = root
+        super().__init__(
+            f"{root} is full (no space left on device) while writing {writing}; free space "
+            "there, then re-execute from failure"
+        )
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether `exc` is a filesystem saying it is full."""
+    return isinstance(exc, OSError) and exc.errno in NO_SPACE
+
+
+@contextmanager
+def full_disk_named(root: str, writing: str) -> Iterator[None]:
+    """Inside the block, a full filesystem (`no_space`) is `DiskFull(root, writing)`."""
+    try:
+        yield
+    except OSError as exc:
+        if no_space(exc):
+            raise DiskFull(root, writing) from None
+        raise
 
 
 class MissingObject(PermanentStorageError):

@@ -3,7 +3,9 @@
 Only a transient storage error is ever re-raised for the op's RetryPolicy, while attempts remain
 (`retries`); refused input, permanent storage errors, exhausted retries and unexpected errors
 are dead letters that Dagster will not retry (`allow_retries=False`), visible as a failed step to
-re-execute from failure. Bad image bytes never get here: the worker quarantines them in place.
+re-execute from failure. A full disk is one of its own (reason `disk_full`, naming the root by its
+setting): neither retried nor a refusal, re-executed from failure once there is space again. Bad
+image bytes never get here: the worker quarantines them in place.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TypeVar
 import dagster as dg
 
 from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.storage.store import StorageError
+from report_pipeline.core.storage.store import DiskFull, StorageError
 
 T = TypeVar("T")
 MAX_TRIES = 4  # attempts of a step at a transient storage error, the first included
@@ -44,6 +46,12 @@ def guarded(context: dg.OpExecutionContext, work: Callable[[], T]) -> T:
         raise dg.Failure(
             description=f"report refused ({refused.code}): {refused.message}",
             metadata={"reason": refused.code},
+            allow_retries=False,
+        ) from None
+    except DiskFull as full:
+        raise dg.Failure(
+            description=f"disk full, not retried: {full}",
+            metadata={"reason": "disk_full", "root": full.root, "attempts": tries},
             allow_retries=False,
         ) from None
     except StorageError as error:
