@@ -121,7 +121,7 @@ def botocore_retries(outage: SlowDown) -> dict[str, int]:
         "retries": sum(r.attempt > 1 for r in outage.throttled()),
         "most_attempts": max((len(v) for v in struck.values()), default=0),
         # the most attempts a call makes, per client (by where it reads and writes): the store
-        # and the report source (CLIENT_ATTEMPTS + 1), the S3 IO manager (6), the compute logs
+        # and the report source (CLIENT_RETRIES + 1), the S3 IO manager (6), the compute logs
         "max_attempts": {
             client: sorted(
                 {
@@ -162,7 +162,7 @@ def test_a_minute_of_slowdown_is_ridden_out_or_dead_letters_that_reexecute_into_
     assert slowdown.began is not None, "the run never reached the upload the outage waits for"
     began, ends = slowdown.began_wall, slowdown.began_wall + OUTAGE_S
     boto = botocore_retries(slowdown)  # each call within its client's attempts (asserted)
-    assert boto["max_attempts"]["store"] == [4]  # CLIENT_ATTEMPTS = 3 retries: 4 attempts
+    assert boto["max_attempts"]["store"] == [4]  # CLIENT_RETRIES = 3: 4 attempts
     assert boto["retries"] > 0 and boto["throttled"] > 0
 
     # Bounded: no step past its attempts; one clear reason: every retry and every failure of

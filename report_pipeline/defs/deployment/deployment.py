@@ -169,7 +169,7 @@ def s3_io_manager() -> dict[str, Any]:
 
     from report_pipeline.defs.deployment.s3_resources import s3_resource_from_env
 
-    s3 = s3_resource_from_env(attempts=5)  # botocore retries throttling and 5xx itself
+    s3 = s3_resource_from_env(retries=5)  # botocore retries throttling and 5xx itself: 6 attempts
     bucket = dg.EnvVar(BUCKET_ENV)
     return {"io_manager": S3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)}
 

@@ -17,8 +17,10 @@ from dagster_aws.utils import construct_boto_client_retry_config
 from report_pipeline.defs.deployment import library_seams
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
-# store's TransientStorageError reaches the op's RetryPolicy: keep its own attempts few.
-CLIENT_ATTEMPTS = 3
+# store's TransientStorageError reaches the op's RetryPolicy: keep its own retries few. The
+# resources' `max_attempts` is botocore's `retries.max_attempts`, which counts retries: 3 is
+# 4 attempts of a call (the SlowDown fault test reads them from the requests' headers).
+CLIENT_RETRIES = 3
 # Per-request CPU that buys nothing here, on a machine whose cores the decoders already fill: a
 # CRC32 checksum of every body (botocore's default since 1.36) beside the Content-MD5 the store
 # sends and S3 checks (files, which have none, ask for their CRC32 themselves: S3Store.put_file),
@@ -78,6 +80,6 @@ def s3_source_client(endpoint_url: str = "", region: str = "") -> Any:
     endpoint = endpoint_url or os.environ.get("REPORT_PIPELINE_S3_ENDPOINT") or None
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     resource = S3ClientResource(
-        endpoint_url=endpoint, region_name=region or None, max_attempts=CLIENT_ATTEMPTS
+        endpoint_url=endpoint, region_name=region or None, max_attempts=CLIENT_RETRIES
     )  # AWS_ENDPOINT_URL, when set and no endpoint is given here, is read by boto3 itself
     return resource.get_client()

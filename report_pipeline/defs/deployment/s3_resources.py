@@ -34,7 +34,7 @@ from report_pipeline.defs.deployment.resources import (
     _build,
 )
 from report_pipeline.defs.deployment.s3_clients import (
-    CLIENT_ATTEMPTS,
+    CLIENT_RETRIES,
     S3ClientResource,
     s3_source_client,
 )
@@ -67,13 +67,13 @@ def _env(*names: str) -> Any:
     return None
 
 
-def s3_resource_from_env(endpoint_url: str = "", attempts: int = CLIENT_ATTEMPTS) -> S3Resource:
+def s3_resource_from_env(endpoint_url: str = "", retries: int = CLIENT_RETRIES) -> S3Resource:
     """An S3Resource whose endpoint and region come from the environment (see module doc)."""
     endpoint = endpoint_url or _env("REPORT_PIPELINE_S3_ENDPOINT", "AWS_ENDPOINT_URL")
     return S3ClientResource(
         endpoint_url=endpoint,
         region_name=_env("AWS_REGION", "AWS_DEFAULT_REGION"),
-        max_attempts=attempts,
+        max_attempts=retries,  # botocore's retries.max_attempts: retries, not attempts
     )
 
 
