@@ -142,3 +142,21 @@ def test_a_type3_font_a_form_selects_stays_inside_the_form():
         doc.xref_set_key(int(resources), "XObject", f"<</F {form} 0 R>>")
         doc.update_stream(page.get_contents()[0], b"/F Do BT (a) Tj ET")
         assert page_images(doc, TYPE3_PAGE) == []
+
+
+@pytest.mark.slow
+def test_a_report_over_its_cap_in_glyphs_is_refused_saying_they_are_glyphs(monkeypatch, tmp_path):
+    # Old TeX output sets its text in bitmap Type3 fonts: an image per character shown, so a
+    # long document passes the report's cap, and the refusal says where its draws came from.
+    from report_pipeline.core.model.settings import DecodeSettings
+    from report_pipeline.core.plan import walk as planning
+
+    monkeypatch.setattr(planning, "MAX_DRAWS_PER_REPORT", 300)  # the child is forked: it sees it
+    path = tmp_path / "bitmap_text.pdf"
+    path.write_bytes(glyphs_page(b"(%s) Tj" % (b"a" * 400), GLYPHS))
+    with pytest.raises(planning.WalkFailed) as refused:
+        planning.image_counts(path, 1, DecodeSettings())
+    assert refused.value.reason == "too_many_images"
+    assert refused.value.message.endswith(
+        "the report draws more than 300 images, 400 of them in Type3 glyphs (text in a bitmap font)"
+    )  # fmt: skip

@@ -154,7 +154,7 @@ def _work(path: Path, memory_bytes: int):
 
 
 def _walk(sock: socket.socket, pages: Reopening) -> None:
-    total = 0
+    total = glyphs = 0
     for number in range(1, pages.doc.page_count + 1):
         doc = pages.next_page()  # reopened when earlier pages grew the child too much
         try:
@@ -171,8 +171,11 @@ def _walk(sock: socket.socket, pages: Reopening) -> None:
             wire.send(sock, WalkStopped(page=number, reason=reason, detail=detail))
             return
         total += len(refs)
+        glyphs += sum("type3" in ref.origin.split("/") for ref in refs)
         if total > MAX_DRAWS_PER_REPORT:
             detail = f"the report draws more than {MAX_DRAWS_PER_REPORT} images"
+            if glyphs:  # text set in a bitmap font (dvips's PK fonts): an image per character
+                detail += f", {glyphs} of them in Type3 glyphs (text in a bitmap font)"
             wire.send(sock, WalkStopped(page=number, reason="too_many_images", detail=detail))
             return
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
