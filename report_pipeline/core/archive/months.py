@@ -16,7 +16,7 @@ from report_pipeline.core.model.current import MonthHead
 from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.messages import RevisionRef
 from report_pipeline.core.model.records import Manifest
-from report_pipeline.core.storage.parallel_io import map_io
+from report_pipeline.core.storage.parallel_io import io_workers, map_io, together
 from report_pipeline.core.storage.store import Store
 
 ARCHIVED_STATES = {"complete", "expired"}  # expired: archived once, deleted by the long clock
@@ -51,11 +51,13 @@ def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
     ]
 
 
-def month_manifests(store: Store, month: str, besides: str = "") -> Iterator[tuple[str, Manifest]]:
+def month_manifests(
+    store: Store, month: str, besides: str = "", listed: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[str, Manifest]]:
     """(manifest key, manifest) of every revision of the month's reports that has a manifest
-    (but `besides`, not read)."""
-    wanted = [manifest_key(r, revision) for r, revision in revisions(store, month)
-              if revision != besides]  # fmt: skip
+    (but `besides`, not read). `listed`: the month's `revisions`, when the caller has them."""
+    listed = revisions(store, month) if listed is None else listed
+    wanted = [manifest_key(r, revision) for r, revision in listed if revision != besides]
     read = map_io(store, lambda key: store_json.read_manifest(store, key), wanted)
     for key, manifest in zip(wanted, read, strict=True):
         if manifest is not None:
@@ -65,9 +67,14 @@ def month_manifests(store: Store, month: str, besides: str = "") -> Iterator[tup
 def current(store: Store, month: str, besides: str = "") -> Current | None:
     """The month's current revision, or None when nothing was ever archived for it. `besides`:
     a revision a month without a record must not count (one about to be recorded)."""
-    head = month_record.head(store, month)
+    if io_workers(store) > 1:  # S3: the listing is needed only without a record, but then it
+        head, listed = together(  # costs no wait of its own
+            store, lambda: month_record.head(store, month), lambda: revisions(store, month)
+        )  # fmt: skip
+    else:
+        head, listed = month_record.head(store, month), None
     if head is None:
-        return _unrecorded(store, month, besides)
+        return _unrecorded(store, month, besides, listed)
     key = manifest_key(head.report_id, head.revision)
     return Current(head, key, store_json.read_manifest(store, key))
 
@@ -95,9 +102,11 @@ def holds(manifest: Manifest, ref: RevisionRef) -> bool:
     return same == (ref.report_id, ref.source_hash, ref.extractor_version)
 
 
-def _unrecorded(store: Store, month: str, besides: str = "") -> Current | None:
+def _unrecorded(
+    store: Store, month: str, besides: str, listed: list[tuple[str, str]] | None
+) -> Current | None:
     """A month without a record: its newest complete revision that no review revised."""
-    complete = [(m.created_at, key, m) for key, m in month_manifests(store, month, besides)
+    complete = [(m.created_at, key, m) for key, m in month_manifests(store, month, besides, listed)
                 if m.state == "complete"]  # fmt: skip
     revised = {m.previous_revision for _, _, m in complete if m.previous_revision}
     complete = [item for item in complete if item[2].parent_revision not in revised]
