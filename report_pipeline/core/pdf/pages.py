@@ -88,10 +88,13 @@ def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tup
     Identity /Crypt filter, which changes nothing, is left out. So every spelling of a chain
     meets the same caps."""
     obj = mupdf.pdf_load_object(mupdf.pdf_document_from_fz_document(doc.this), xref)
-    filters = _items(mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_Filter, mupdf.PDF_ENUM_NAME_F))
-    parms = _items(
-        mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_DecodeParms, mupdf.PDF_ENUM_NAME_DP)
-    )
+    chain = mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_Filter, mupdf.PDF_ENUM_NAME_F)
+    filters = _items(chain)
+    given = mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_DecodeParms, mupdf.PDF_ENUM_NAME_DP)
+    # MuPDF takes a filter array's parameters from an array only: a lone dictionary beside
+    # one applies to none of them (a lone filter takes a dictionary or an array's first)
+    lone = chain.m_internal and mupdf.pdf_is_array(chain) and not mupdf.pdf_is_array(given)
+    parms = [] if lone else _items(given)
     names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
     texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
     chain = [

@@ -36,16 +36,28 @@ def pixmap_image(doc: pymupdf.Document, xref: int) -> Image.Image:
 
 
 def to_image(pix: pymupdf.Pixmap) -> Image.Image:
-    """A decoded MuPDF pixmap as a Pillow image in L or RGB."""
+    """A decoded MuPDF pixmap as a Pillow image in L or RGB, or LA or RGBA where MuPDF's decode
+    itself makes pixels transparent (a colour-key /Mask array, a JPX image's own alpha channel):
+    the page does not show them. An image with an /SMask gets its alpha from the mask
+    (apply_soft_mask), which replaces this one."""
     if pix.alpha and pix.n == 1:  # a stencil mask: alpha only, no colour space
         return stencil_image(Image.frombytes("L", (pix.width, pix.height), pix.samples))
+    alpha = None
     if pix.alpha:
-        pix = pymupdf.Pixmap(pix, 0)  # drop alpha; transparency comes from /SMask only
+        samples = bytes(pix.samples)[pix.n - 1 :: pix.n]
+        alpha = Image.frombytes("L", (pix.width, pix.height), samples)
+        if alpha.getextrema() == (255, 255):  # keys that match no sample: opaque, as before
+            alpha = None
+        pix = pymupdf.Pixmap(pix, 0)
     space = pix.colorspace
     if space is None or space.n == 4 or space.name not in {"DeviceGray", "DeviceRGB"}:
         pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
     mode = "L" if pix.n == 1 else "RGB"
-    return Image.frombytes(mode, (pix.width, pix.height), pix.samples)
+    image = Image.frombytes(mode, (pix.width, pix.height), pix.samples)
+    if alpha is not None:
+        image = image.convert("LA" if mode == "L" else "RGBA")
+        image.putalpha(alpha)
+    return image
 
 
 def stencil_image(coverage: Image.Image) -> Image.Image:

@@ -50,10 +50,12 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF, when
     its codestream has the components its colour space declares. Otherwise the page draws what
     MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
-    decodes it."""
+    decodes it. So does a JPEG whose /DecodeParms set /ColorTransform: MuPDF follows it (0: an
+    RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not."""
     space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
     decode = doc.xref_get_key(ref.xref, "Decode")[0]
-    return (image.mode, space) in _PLAIN_SPACES and decode == "null"
+    transform = any("/ColorTransform" in parms for parms in ref.parms)
+    return (image.mode, space) in _PLAIN_SPACES and decode == "null" and not transform
 
 
 def _check_stream(

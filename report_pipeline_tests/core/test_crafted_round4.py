@@ -1,0 +1,80 @@
+"""Classes from the fourth crafted round (issue 30): what the archived PNG holds is what MuPDF
+draws, for a JPEG whose /DecodeParms set /ColorTransform, a colour-key /Mask array, and a
+filter array given one /DecodeParms dictionary."""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+import pymupdf
+from PIL import Image
+
+from fixtures._trees import CATALOG, classic_pdf
+from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.pdf.pages import page_images
+from report_pipeline.core.validate import per_image
+
+PAGE = (b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents 5 0 R"
+        b"/Resources<</XObject<</Im 4 0 R>>>>>>")  # fmt: skip
+DRAW = b"q 100 0 0 100 0 0 cm /Im Do Q"
+
+
+def _stream(dictionary: bytes, data: bytes) -> bytes:
+    return b"<<%s/Length %d>>\nstream\n%s\nendstream" % (dictionary, len(data), data)
+
+
+def _archived(image: bytes) -> tuple[Image.Image, pymupdf.Document]:
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE, image,
+               _stream(b"", DRAW)]  # fmt: skip
+    doc = pymupdf.open(stream=classic_pdf(objects), filetype="pdf")
+    (ref,) = page_images(doc, 1)
+    processed = per_image.process_image(doc, ref, Limits())
+    assert processed.outcome.state == "validated", processed.outcome
+    png = Image.open(io.BytesIO(processed.payload))
+    png.load()
+    return png, doc
+
+
+def _rgb_jpeg() -> bytes:
+    image = Image.new("RGB", (16, 16))
+    image.putdata([(x * 15, y * 15, (x + y) * 7) for y in range(16) for x in range(16)])
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def test_a_jpeg_with_colortransform_0_is_archived_as_mupdf_draws_it_not_converted():
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceRGB"
+                    b"/BitsPerComponent 8/Filter/DCTDecode/DecodeParms<</ColorTransform 0>>",
+                    _rgb_jpeg())  # fmt: skip
+    png, doc = _archived(image)
+    drawn = pymupdf.Pixmap(doc, 4)  # YCbCr samples drawn as RGB: not what Pillow makes
+    assert png.mode == "RGB" and png.tobytes() == drawn.samples
+
+
+def test_a_colour_key_mask_leaves_the_keyed_samples_transparent():
+    samples = bytes([0, 50, 100, 250])  # /Mask[0 100]: the first three are not drawn
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 2/Height 2/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 8/Mask[0 100]", samples)  # fmt: skip
+    png, _ = _archived(image)
+    assert png.mode == "LA"
+    assert png.getchannel("A").tobytes() == bytes([0, 0, 0, 255])
+    assert png.getpixel((1, 1)) == (250, 255)
+
+
+def test_a_colour_key_that_matches_no_sample_leaves_the_image_opaque():
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 2/Height 2/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 8/Mask[251 255]", bytes([0, 50, 100, 250]))  # fmt: skip
+    png, _ = _archived(image)
+    assert png.mode == "L" and png.tobytes() == bytes([0, 50, 100, 250])
+
+
+def test_one_decodeparms_dictionary_beside_a_filter_array_applies_to_none_as_in_mupdf():
+    rows = b"\x02\x10\x20\x02\x01\x01"  # 2x2, PNG Up-predicted, were the predictor applied
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 2/Height 3/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 8/Filter[/FlateDecode/FlateDecode]"
+                    b"/DecodeParms<</Predictor 12/Columns 2>>",
+                    zlib.compress(zlib.compress(rows)))  # fmt: skip
+    png, doc = _archived(image)
+    assert png.tobytes() == rows == pymupdf.Pixmap(doc, 4).samples  # no predictor undone
