@@ -78,3 +78,20 @@ def test_one_decodeparms_dictionary_beside_a_filter_array_applies_to_none_as_in_
                     zlib.compress(zlib.compress(rows)))  # fmt: skip
     png, doc = _archived(image)
     assert png.tobytes() == rows == pymupdf.Pixmap(doc, 4).samples  # no predictor undone
+
+
+def test_a_jpx_images_own_alpha_is_kept_straight_not_premultiplied():
+    source = Image.new("RGBA", (16, 16))
+    source.putdata([(x * 15, y * 15, (x + y) * 7, x * y) for y in range(16) for x in range(16)])
+    jpx = io.BytesIO()
+    source.save(jpx, "JPEG2000")  # lossless
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 16/Height 16/Filter/JPXDecode"
+                    b"/SMaskInData 1", jpx.getvalue())  # fmt: skip
+    png, _ = _archived(image)
+    assert png.mode == "RGBA"
+    assert png.getchannel("A").tobytes() == source.getchannel("A").tobytes()
+    opaque_enough = [(x, y) for y in range(16) for x in range(16) if x * y >= 64]
+    assert all(
+        max(abs(a - b) for a, b in zip(png.getpixel(p)[:3], source.getpixel(p)[:3], strict=True))
+        <= 2 for p in opaque_enough
+    )  # fmt: skip

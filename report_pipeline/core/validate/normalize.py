@@ -54,9 +54,10 @@ def to_image(pix: pymupdf.Pixmap) -> Image.Image:
         pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
     mode = "L" if pix.n == 1 else "RGB"
     image = Image.frombytes(mode, (pix.width, pix.height), pix.samples)
-    if alpha is not None:
-        image = image.convert("LA" if mode == "L" else "RGBA")
-        image.putalpha(alpha)
+    if alpha is not None:  # MuPDF's samples are premultiplied by their alpha: undone here
+        bands = image.split() * 3 if mode == "L" else image.split()
+        straight = Image.merge("RGBa", (*bands[:3], alpha)).convert("RGBA")
+        image = Image.merge("LA", (straight.getchannel("R"), alpha)) if mode == "L" else straight
     return image
 
 
