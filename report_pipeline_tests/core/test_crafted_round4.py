@@ -95,3 +95,19 @@ def test_a_jpx_images_own_alpha_is_kept_straight_not_premultiplied():
         max(abs(a - b) for a, b in zip(png.getpixel(p)[:3], source.getpixel(p)[:3], strict=True))
         <= 2 for p in opaque_enough
     )  # fmt: skip
+
+
+def test_a_jpeg_whose_soft_mask_has_a_matte_is_archived_with_its_colours_divided_back():
+    jpeg = io.BytesIO()
+    Image.new("L", (16, 16), 64).save(jpeg, "JPEG", quality=100)
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 8/Filter/DCTDecode/SMask 6 0 R",
+                    jpeg.getvalue())  # fmt: skip
+    mask = _stream(b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceGray"
+                   b"/BitsPerComponent 8/Matte[0]", bytes([128]) * 256)  # fmt: skip
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE, image,
+               _stream(b"", DRAW), mask]  # fmt: skip
+    doc = pymupdf.open(stream=classic_pdf(objects), filetype="pdf")
+    (ref,) = page_images(doc, 1)
+    png = Image.open(io.BytesIO(per_image.process_image(doc, ref, Limits()).payload))
+    assert png.mode == "LA" and png.getpixel((0, 0)) == (127, 128)  # 64 premultiplied by 0.5

@@ -51,11 +51,14 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     its codestream has the components its colour space declares. Otherwise the page draws what
     MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
     decodes it. So does a JPEG whose /DecodeParms set /ColorTransform: MuPDF follows it (0: an
-    RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not."""
+    RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not. And a
+    JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back."""
     space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
     decode = doc.xref_get_key(ref.xref, "Decode")[0]
     transform = any("/ColorTransform" in parms for parms in ref.parms)
-    return (image.mode, space) in _PLAIN_SPACES and decode == "null" and not transform
+    matte = bool(ref.smask) and doc.xref_get_key(ref.smask, "Matte")[0] != "null"
+    plain = (image.mode, space) in _PLAIN_SPACES and decode == "null"
+    return plain and not transform and not matte
 
 
 def _check_stream(
