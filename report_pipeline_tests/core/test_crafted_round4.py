@@ -111,3 +111,38 @@ def test_a_jpeg_whose_soft_mask_has_a_matte_is_archived_with_its_colours_divided
     (ref,) = page_images(doc, 1)
     png = Image.open(io.BytesIO(per_image.process_image(doc, ref, Limits()).payload))
     assert png.mode == "LA" and png.getpixel((0, 0)) == (127, 128)  # 64 premultiplied by 0.5
+
+
+def _fax(compression: str) -> bytes:
+    """A 40x20 checkerboard's one TIFF strip, CCITT encoded by libtiff."""
+    board = Image.new("1", (40, 20), 1)
+    board.putdata([0 if (x // 5 + y // 4) % 2 else 1 for y in range(20) for x in range(40)])
+    out = io.BytesIO()
+    board.save(out, "TIFF", compression=compression)
+    tiff = Image.open(io.BytesIO(out.getvalue()))
+    start, length = tiff.tag_v2[273][0], tiff.tag_v2[279][0]
+    return out.getvalue()[start : start + length]
+
+
+def _fax_outcome(data: bytes, parms: bytes):
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 40/Height 20/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 1/Filter/CCITTFaxDecode/DecodeParms<<%s>>" % parms,
+                    data)  # fmt: skip
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE, image,
+               _stream(b"", DRAW)]  # fmt: skip
+    doc = pymupdf.open(stream=classic_pdf(objects), filetype="pdf")
+    (ref,) = page_images(doc, 1)
+    return per_image.process_image(doc, ref, Limits()).outcome
+
+
+def test_fax_data_misdeclared_is_undecodable_and_fax_data_cut_short_is_truncated():
+    g3, g4 = _fax("group3"), _fax("group4")
+    assert _fax_outcome(g4, b"/K -1/Columns 40/Rows 20").state == "validated"
+    for data, parms in ((g3, b"/K 4/Columns 40/Rows 20"),
+                        (g4, b"/K -1/Columns 40/Rows 20/EncodedByteAlign true")):  # fmt: skip
+        outcome = _fax_outcome(data, parms)
+        assert (outcome.reason, outcome.detail) == (
+            "undecodable", "MuPDF could not decode it: format error: overflow in 2d faxd"
+        )  # fmt: skip
+    short = _fax_outcome(g4[: len(g4) // 2], b"/K -1/Columns 40/Rows 20")
+    assert short.reason == "truncated"

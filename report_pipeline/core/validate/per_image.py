@@ -182,17 +182,20 @@ def _explained(
     gives for MuPDF's failure (shortfall.py)."""
     if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
         kind = inline.declared_type(ref)
-        if kind == "ccittfax" and not ref.inline.m_internal.imagemask:
-            return shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
+        if kind == "ccittfax":
+            if not ref.inline.m_internal.imagemask:
+                fallback = shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
+            return shortfall.malformed(fallback, said)
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
     if filters and filters[-1] in shortfall.BILEVEL:
         stencil = doc.xref_get_key(xref, "ImageMask")[1] == "true"
         bpc = declared_int(doc, xref, "BitsPerComponent")[0]
-        return shortfall.bilevel(
+        fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
         )
+        return shortfall.malformed(fallback, said) if filters[-1] == "CCITTFaxDecode" else fallback
     if not filters or filters[-1] != "DCTDecode":
         return fallback
     raw = doc.xref_stream_raw(xref)  # within the stream cap: checked before the decode

@@ -11,7 +11,9 @@ would call every failure `truncated`. A JPEG's own structure tells more, without
 A JBIG2 or CCITT fax stream decodes to one component of 1 bit a pixel, whatever the dictionary
 declares: a colour space or depth that takes more (a JBIG2 image declared /DeviceRGB with 8 bits
 a component) leaves MuPDF short of samples however complete the stream is:
-`colorspace_mismatch` (`bilevel`).
+`colorspace_mismatch` (`bilevel`). A fax stream MuPDF's decoder calls malformed before it pads
+("format error: overflow in 2d faxd": G3 data declared /K 4, or G4 data declared
+/EncodedByteAlign) did not end early either: `undecodable`, with what MuPDF said (`malformed`).
 Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
 """
 
@@ -77,3 +79,14 @@ def bilevel(fallback: Quarantined, codec: str, declared: int | None, bpc: int) -
         f"{BILEVEL[codec]} decodes to one 1-bit component a pixel; its declared colour space "
         f"and /BitsPerComponent take {components} of {bpc} bits",
     )
+
+
+def malformed(fallback: Quarantined, said: str) -> Quarantined:
+    """`undecodable` for a stream MuPDF padded after its decoder called the data malformed
+    (a "format error"), which a stream that only ends early never draws; else `fallback`."""
+    if fallback.reason != "truncated":
+        return fallback
+    for line in said.splitlines():
+        if line.lower().startswith("format error"):
+            return Quarantined("undecodable", f"MuPDF could not decode it: {line.strip()[:200]}")
+    return fallback
