@@ -146,3 +146,43 @@ def test_fax_data_misdeclared_is_undecodable_and_fax_data_cut_short_is_truncated
         )  # fmt: skip
     short = _fax_outcome(g4[: len(g4) // 2], b"/K -1/Columns 40/Rows 20")
     assert short.reason == "truncated"
+
+
+def _masked(mask_dictionary: bytes, mask_data: bytes):
+    image = _stream(b"/Type/XObject/Subtype/Image/Width 2/Height 2/ColorSpace/DeviceGray"
+                    b"/BitsPerComponent 8/Mask 6 0 R", bytes([50, 100, 150, 200]))  # fmt: skip
+    objects = [CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE, image,
+               _stream(b"", DRAW), _stream(mask_dictionary, mask_data)]  # fmt: skip
+    doc = pymupdf.open(stream=classic_pdf(objects), filetype="pdf")
+    (ref,) = page_images(doc, 1)
+    processed = per_image.process_image(doc, ref, Limits())
+    if processed.outcome.state != "validated":
+        return processed.outcome
+    return Image.open(io.BytesIO(processed.payload))
+
+
+MASK = b"/Type/XObject/Subtype/Image/Width 2/Height 2"
+
+
+def test_an_explicit_mask_leaves_the_pixels_it_masks_transparent_as_mupdf_paints_them():
+    rows = bytes([0x40, 0x80])  # samples 0 1 / 1 0: 1 masks out (/Decode [0 1])
+    png = _masked(MASK + b"/ImageMask true", rows)
+    assert png.mode == "LA"
+    assert png.getchannel("A").tobytes() == bytes([255, 0, 0, 255])
+    assert png.getchannel("L").tobytes() == bytes([50, 100, 150, 200])
+    inverted = _masked(MASK + b"/ImageMask true/Decode[1 0]", rows)
+    assert inverted.getchannel("A").tobytes() == bytes([0, 255, 255, 0])
+    # a /Mask stream without /ImageMask: MuPDF reads its samples as a mask all the same
+    gray = _masked(MASK + b"/ColorSpace/DeviceGray/BitsPerComponent 1", rows)
+    assert gray.getchannel("A").tobytes() == bytes([0, 255, 255, 0])
+
+
+def test_an_explicit_mask_that_paints_everywhere_leaves_the_image_opaque():
+    png = _masked(b"/Type/XObject/Subtype/Image/Width 1/Height 1/ImageMask true", b"\x00")
+    assert png.mode == "L" and png.tobytes() == bytes([50, 100, 150, 200])
+
+
+def test_an_explicit_mask_meets_the_caps_before_it_is_decoded():
+    outcome = _masked(b"/Type/XObject/Subtype/Image/Width 30000/Height 30000/ImageMask true",
+                      b"\x00" * 16)  # fmt: skip
+    assert outcome.state == "quarantined" and outcome.reason == "pixel_cap_exceeded"

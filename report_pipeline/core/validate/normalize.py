@@ -78,6 +78,17 @@ def apply_soft_mask(image: Image.Image, mask: Image.Image) -> Image.Image:
     return image
 
 
+def apply_stencil(image: Image.Image, coverage: Image.Image | None) -> Image.Image:
+    """An explicit /Mask as alpha: 0 where the page does not paint the image. A mask that
+    paints everywhere leaves the image as it was; one of another size is scaled without
+    smoothing (its edges stay hard)."""
+    if coverage is None or coverage.getextrema() == (255, 255):
+        return image
+    if coverage.size != image.size:
+        coverage = coverage.resize(image.size, Image.Resampling.NEAREST)
+    return apply_soft_mask(image, coverage)
+
+
 def plain_mode(image: Image.Image) -> Image.Image:
     """A Pillow-decoded JPEG in a plain colour space, in L or RGB."""
     return image if image.mode in {"L", "RGB"} else image.convert("RGB")

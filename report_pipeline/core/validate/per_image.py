@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pymupdf
 from PIL import Image
+from pymupdf import mupdf
 
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
@@ -104,14 +105,52 @@ def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[byt
     raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), chain, limits)
     if ref.smask and not doc.xref_is_stream(ref.smask):
         raise Quarantined("bad_mask_reference", "its /SMask is not an image stream")
-    if ref.smask:
-        size = tuple(declared_int(doc, ref.smask, key)[0] for key in ("Width", "Height"))
+    for mask in (ref.smask, _explicit_mask(doc, ref)):
+        if not mask:
+            continue
+        size = tuple(declared_int(doc, mask, key)[0] for key in ("Width", "Height"))
         try:
-            _check_stream(doc, ref.smask, size, filter_chain(doc, ref.smask), limits)
+            _check_stream(doc, mask, size, filter_chain(doc, mask), limits)
         except Quarantined as bad:
             bad.evidence = raw  # the image's own stream, not its mask's
             raise
     return raw, signature
+
+
+def _explicit_mask(doc: pymupdf.Document, ref: ImageRef) -> int:
+    """The object number of the image's /Mask when it is a stream (an explicit mask), else 0;
+    an /SMask overrides it, as in MuPDF."""
+    if ref.inline is not None or ref.smask:
+        return 0
+    kind, value = doc.xref_get_key(ref.xref, "Mask")
+    if kind != "xref":
+        return 0
+    number = int(value.split()[0])
+    return number if doc.xref_is_stream(number) else 0
+
+
+def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
+    """Where MuPDF paints the image through its explicit /Mask (255) and where not (0), as
+    MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it has none."""
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        stencil = mupdf.pdf_load_image(pdf, mupdf.pdf_new_indirect(pdf, xref, 0)).mask()
+        if not stencil.m_internal:
+            return None
+        area = mupdf.FzIrect(mupdf.fz_infinite_irect)
+        pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, mupdf.FzMatrix())[0])
+    except MemoryError:
+        raise MemoryError("MuPDF could not allocate the image's mask") from None
+    except Exception as exc:  # MuPDF reports bad streams with several exception types
+        if _ALLOCATION_FAILED.search(str(exc)):
+            raise MemoryError("MuPDF could not allocate the image's mask") from None
+        raise Quarantined(
+            "undecodable", f"MuPDF could not decode its /Mask: {type(exc).__name__}"
+        ) from None
+    if _short(pymupdf.TOOLS.mupdf_warnings()):
+        raise Quarantined("truncated", "MuPDF had to pad the image's short /Mask stream")
+    return Image.frombytes("L", (pix.width, pix.height), bytes(pix.samples)[pix.n - 1 :: pix.n])
 
 
 def _check_declared_size(doc: pymupdf.Document, xref: int) -> None:
@@ -221,6 +260,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             image = image or _mupdf_decode(doc, ref.xref)
         if ref.smask:
             image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
+        elif _explicit_mask(doc, ref):
+            image = normalize.apply_stencil(image, _mask_coverage(doc, ref.xref))
         result = normalize.encode_png(image)
     except Quarantined as bad:
         if evidence is None and bad.evidence is not None:  # refused by a check on its stream
