@@ -186,3 +186,14 @@ def test_an_explicit_mask_meets_the_caps_before_it_is_decoded():
     outcome = _masked(b"/Type/XObject/Subtype/Image/Width 30000/Height 30000/ImageMask true",
                       b"\x00" * 16)  # fmt: skip
     assert outcome.state == "quarantined" and outcome.reason == "pixel_cap_exceeded"
+
+
+def test_an_xobject_with_an_inline_images_abbreviated_keys_is_archived_as_mupdf_draws_it():
+    # `/W /H /BPC /CS /G`: an inline image's spelling, which MuPDF's loader also reads on an
+    # XObject; it draws the image, so the archive has it (before: `bad_dimensions`, "/Width null")
+    samples = bytes(range(0, 250, 10))  # 5 x 5, gray
+    image = _stream(b"/Type/XObject/Subtype/Image/W 5/H 5/CS/G/BPC 8/F/AHx",
+                    samples.hex().encode() + b">")  # fmt: skip
+    png, doc = _archived(image)
+    assert (png.mode, png.size) == ("L", (5, 5))
+    assert png.tobytes() == pymupdf.Pixmap(doc, 4).samples == samples

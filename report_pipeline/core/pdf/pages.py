@@ -181,10 +181,27 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     )  # fmt: skip
 
 
+# An image dictionary's keys as an inline image abbreviates them. MuPDF's image loader reads
+# either spelling on any image (pdf_dict_geta), an XObject's too, and so draws one written
+# `/W 5 /H 5 /BPC 8 /CS /G`: so does the walk.
+_ABBREVIATED = {"Width": "W", "Height": "H", "BitsPerComponent": "BPC", "ColorSpace": "CS",
+                "ImageMask": "IM", "Decode": "D", "Interpolate": "I"}  # fmt: skip
+
+
+def image_entry(doc: pymupdf.Document, xref: int, key: str) -> tuple[str, str]:
+    """An image dictionary's entry `key` (`xref_get_key`), or its abbreviation's when the full
+    name is absent."""
+    found = doc.xref_get_key(xref, key)
+    if found[0] == "null" and key in _ABBREVIATED:
+        return doc.xref_get_key(xref, _ABBREVIATED[key])
+    return found
+
+
 def declared_int(doc: pymupdf.Document, xref: int, key: str) -> tuple[int, str]:
-    """An integer entry of an object's dictionary, also given by reference: (its value, or -1
-    when it is none, and the entry as written, for a message: "8.0", "null")."""
-    kind, value = _resolve(doc, *doc.xref_get_key(xref, key))
+    """An integer entry of an object's dictionary, also given by reference or abbreviated as an
+    image's may be: (its value, or -1 when it is none, and the entry as written, for a message:
+    "8.0", "null")."""
+    kind, value = _resolve(doc, *image_entry(doc, xref, key))
     value = value.strip()
     if kind in {"int", "object"} and re.fullmatch(r"-?\d+", value):
         return int(value), value
@@ -199,9 +216,9 @@ def _resolve(doc: pymupdf.Document, kind: str, value: str) -> tuple[str, str]:
 
 def components_of(doc: pymupdf.Document, xref: int) -> int | None:
     """Colour components per sample from /ColorSpace, or None when it cannot be told cheaply."""
-    if doc.xref_get_key(xref, "ImageMask")[1] == "true":
+    if image_entry(doc, xref, "ImageMask")[1] == "true":
         return 1
-    kind, value = _resolve(doc, *doc.xref_get_key(xref, "ColorSpace"))
+    kind, value = _resolve(doc, *image_entry(doc, xref, "ColorSpace"))
     names = _NAMES.findall(value)
     if not names:
         return None

@@ -20,6 +20,7 @@ from report_pipeline.core.pdf.pages import (
     components_of,
     declared_int,
     filter_chain,
+    image_entry,
 )
 from report_pipeline.core.validate import codestream, icc, inline, normalize, shortfall, validation
 from report_pipeline.core.validate.prefix import decode_prefix, parm
@@ -55,7 +56,7 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not. And a
     JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back."""
     space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
-    decode = doc.xref_get_key(ref.xref, "Decode")[0]
+    decode = image_entry(doc, ref.xref, "Decode")[0]
     transform = any("/ColorTransform" in parms for parms in ref.parms)
     matte = bool(ref.smask) and doc.xref_get_key(ref.smask, "Matte")[0] != "null"
     plain = (image.mode, space) in _PLAIN_SPACES and decode == "null"
@@ -229,7 +230,7 @@ def _explained(
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
     if filters and filters[-1] in shortfall.BILEVEL:
-        stencil = doc.xref_get_key(xref, "ImageMask")[1] == "true"
+        stencil = image_entry(doc, xref, "ImageMask")[1] == "true"
         bpc = declared_int(doc, xref, "BitsPerComponent")[0]
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
