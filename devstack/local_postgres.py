@@ -162,8 +162,9 @@ def _control(server: Server, *args: str) -> None:
 
 def restart(server: Server, mode: str = "fast") -> None:
     """`pg_ctl restart -m <mode>`, as a minor upgrade does: every connection is cut, the server
-    comes back on the same port (pg_ctl reuses the options it was started with)."""
-    _control(server, "-m", mode, "-w", "restart")
+    comes back on the same port (pg_ctl reuses the options it was started with). The log file
+    again: without it the new postmaster would hold pg_ctl's output pipe open."""
+    _control(server, "-l", str(server.folder / "server.log"), "-m", mode, "-w", "restart")
 
 
 def stop(server: Server, mode: str = "fast") -> None:
@@ -173,6 +174,6 @@ def stop(server: Server, mode: str = "fast") -> None:
 
 def start(server: Server) -> None:
     """Start a stopped throwaway server again, on its port."""
-    log = str(server.folder / "server.log") if server.folder else ""
+    log = str(server.folder / "server.log")
     options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {server.folder} -c fsync=off"
     _control(server, "-l", log, "-o", options, "-w", "start")
