@@ -58,6 +58,7 @@ def settled(instance: dg.DagsterInstance, months: list[str]) -> bool:
     return True
 
 
+REQUEUED = "Run dequeue failed to reach the user code server, re-submitting"
 GENERIC = "This run has been marked as failed from outside the execution context."
 
 
@@ -75,7 +76,7 @@ def failure_reason(instance: dg.DagsterInstance, run_id: str) -> str:
 def assert_months(servers: Servers, months: list[str]) -> dict:
     """The issue's invariants over `months`; what was seen: retries used, failure reasons."""
     instance, store = servers.backfill.instance, servers.backfill.store
-    seen = {"retries": 0, "reasons": []}
+    seen = {"retries": 0, "reasons": [], "requeued": 0}
     for month in months:
         records = month_runs(instance, month)
         runs = [r.dagster_run for r in records if is_report_run(r.dagster_run)]
@@ -90,6 +91,8 @@ def assert_months(servers: Servers, months: list[str]) -> dict:
                 children = [r for r in runs if r.tags.get(PARENT) == run.run_id]
                 assert len(children) == 1, (month, run.run_id, "failed without one retry")
             seen["retries"] += PARENT in run.tags
+            engine = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
+            seen["requeued"] += sum(REQUEUED in (e.message or "") for e in engine)
         # any job's runs of the month (manifest_table's too), finished ones
         spans = sorted((r.start_time or 0, r.end_time) for r in records if r.end_time)
         for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
@@ -256,3 +259,84 @@ def test_case1_postgres_restarted_and_down_for_60s_under_a_backfill_loses_nothin
         f"{status}; wall {time.monotonic() - began:.0f} s; load {os.getloadavg()[0]:.1f}"
     )
     assert stopped  # the outage began with a run in flight
+
+
+def worker_of(instance: dg.DagsterInstance, run_id: str) -> int:
+    """The pid of the run's worker (its RUN_START event)."""
+    (start,) = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_START)
+    return start.dagster_event.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def failed_run_of(servers: Servers, month: str) -> dg.DagsterRun | None:
+    runs = [r.dagster_run for r in month_runs(servers.backfill.instance, month)]
+    return next((r for r in runs if r.status == dg.DagsterRunStatus.FAILURE), None)
+
+
+def code_server_back(servers: Servers, since: float) -> tuple[float, float, bool]:
+    """After a restart of the code server: seconds until the UI shows the location loaded (an
+    operator's Reload if it has not within 90 s: `reloaded`), and until a sensor ticks."""
+    began, reloaded = time.monotonic(), False
+    try:
+        wait_for(servers.location_loaded, "the UI to show the code location loaded", 90)
+    except AssertionError:
+        reloaded = True
+        servers.reload_location()
+        wait_for(servers.location_loaded, "the code location after a Reload", 60)
+    loaded = time.monotonic() - began
+    wait_for(lambda: sensor_ticked_since(servers, "dead_run_sensor", since),
+             "a sensor tick after the code server's restart", 300)  # fmt: skip
+    return loaded, time.monotonic() - began, reloaded
+
+
+def test_case4_the_code_server_killed_under_runs_in_flight_fails_or_retries_them_with_a_reason(
+    tmp_path, backend, monkeypatch
+):
+    months = months_from("2025-01", 4)
+    began = time.monotonic()
+    with production_servers(tmp_path / "live", backend, monkeypatch) as servers:
+        instance = servers.backfill.instance
+        launch(servers, months)
+        servers.start_daemon()
+        # Strike 1: the code server's process alone is SIGKILLed (an OOM kill of that process);
+        # its run workers, its children, are orphaned and go on.
+        first = wait_for(lambda: in_flight(servers, months), "a run in flight", 600)
+        (orphan,) = [r for r in month_runs(instance, first) if is_report_run(r.dagster_run)]
+        servers.kill("code-server")
+        time.sleep(5)  # a supervisor's restart delay
+        servers.start_code_server()
+        loaded_1, sensors_1, reloaded_1 = code_server_back(servers, time.time())
+        # Strike 2: the code server's whole process group (its container) is SIGKILLed, its run
+        # workers with it: nobody is left to mark their runs failed but dead_run_sensor.
+        second = wait_for(lambda: in_flight(servers, months, {first}), "another run", 600)
+        killed_2 = servers.kill("code-server", group=True)
+        time.sleep(5)
+        servers.start_code_server()
+        loaded_2, sensors_2, reloaded_2 = code_server_back(servers, time.time())
+        wait_for(lambda: failed_run_of(servers, second), "the killed run marked failed", 300)
+        detected_2 = time.monotonic() - killed_2
+        wait_for(lambda: settled(instance, months), "every month's run", 900)
+        recovered_2 = time.monotonic() - killed_2
+        seen = assert_months(servers, months)
+        orphan_run = instance.get_run_by_id(orphan.dagster_run.run_id)
+        orphan_pid = worker_of(instance, orphan_run.run_id)
+        status = wait_for(servers.backfill.status, "the backfill to settle", 240)
+    print(
+        f"case 4: server process killed under {first}: that run {orphan_run.status.value} "
+        f"(orphan worker still alive after: {alive(orphan_pid)}), UI location loaded "
+        f"{loaded_1:.0f} s after restart (Reload needed: {reloaded_1}), a sensor ticks "
+        f"{sensors_1:.0f} s after; server group killed under {second}: UI location loaded "
+        f"{loaded_2:.0f} s after restart (Reload needed: {reloaded_2}), a sensor ticks "
+        f"{sensors_2:.0f} s after, run failed {detected_2:.0f} s after the kill, every month "
+        f"done {recovered_2:.0f} s after; retries {seen['retries']}, dequeues put back in the "
+        f"queue {seen['requeued']}, reasons {seen['reasons']}; "
+        f"backfill {status}; wall {time.monotonic() - began:.0f} s; load {os.getloadavg()[0]:.1f}"
+    )
+    assert seen["reasons"], "the group kill failed a run, with its reason"
