@@ -149,3 +149,31 @@ def fresh_database(server: Server, prefix: str = "report_pipeline") -> Iterator[
         yield server.url(name)
     finally:
         server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _control(server: Server, *args: str) -> None:
+    """pg_ctl on a throwaway server's data folder (the fault tests stop and restart it)."""
+    if not server.throwaway or server.folder is None:
+        raise RuntimeError("only a throwaway server may be stopped or restarted")
+    done = _pg([_bin("pg_ctl"), "-D", str(server.folder / "data"), *args], server.folder, _run_as())
+    if done.returncode:
+        raise RuntimeError(f"pg_ctl {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
+
+
+def restart(server: Server, mode: str = "fast") -> None:
+    """`pg_ctl restart -m <mode>`, as a minor upgrade does: every connection is cut, the server
+    comes back on the same port (pg_ctl reuses the options it was started with). The log file
+    again: without it the new postmaster would hold pg_ctl's output pipe open."""
+    _control(server, "-l", str(server.folder / "server.log"), "-m", mode, "-w", "restart")
+
+
+def stop(server: Server, mode: str = "fast") -> None:
+    """`pg_ctl stop -m <mode>`: the server is down until `start`."""
+    _control(server, "-m", mode, "-w", "stop")
+
+
+def start(server: Server) -> None:
+    """Start a stopped throwaway server again, on its port."""
+    log = str(server.folder / "server.log")
+    options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {server.folder} -c fsync=off"
+    _control(server, "-l", log, "-o", options, "-w", "start")
