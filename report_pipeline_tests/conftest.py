@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from fixtures import _cases
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.model.settings import PipelineSettings
@@ -92,6 +93,20 @@ def fixture_pdf(name: str) -> Path:
     return path
 
 
+# The monthly report in small: its first 3 pages (the logo and 1-4 content images each), with its
+# two broken scans on pages 2 (`truncated`) and 3 (`signature_mismatch`); 11 occurrences.
+SMALL_REPORT_SCANS = {2: "ImBadScan", 3: "ImPngAsJpeg"}
+
+
+@pytest.fixture(scope="session")
+def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A month with one item of each kind to review, for the tests that decide them: a run of
+    the 140-page monthly report costs about 3 s of CPU (5 s through Dagster), this one 0.2 s."""
+    path = tmp_path_factory.mktemp("reports") / "small_report.pdf"
+    path.write_bytes(_cases.report(3, bad_scans=SMALL_REPORT_SCANS))
+    return path
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> LocalStore:
     return LocalStore(tmp_path / "store")
@@ -113,13 +128,15 @@ def run_fixture(store: LocalStore, settings: PipelineSettings) -> Callable[..., 
 
 
 @pytest.fixture
-def inbox(tmp_path: Path) -> Callable[[str, str], Path]:
-    """Drop a fixture into `<tmp>/inbox/<month>/` under a chosen name."""
+def inbox(tmp_path: Path) -> Callable[..., Path]:
+    """Drop a fixture (its name, or the path of a PDF a test built) into `<tmp>/inbox/<month>/`
+    under a chosen name."""
 
-    def drop(name: str, month: str = "2026-10", as_name: str | None = None) -> Path:
+    def drop(name: str | Path, month: str = "2026-10", as_name: str | None = None) -> Path:
+        source = name if isinstance(name, Path) else fixture_pdf(name)
         folder = tmp_path / "inbox" / month
         folder.mkdir(parents=True, exist_ok=True)
-        return Path(shutil.copyfile(fixture_pdf(name), folder / (as_name or name)))
+        return Path(shutil.copyfile(source, folder / (as_name or source.name)))
 
     return drop
 

@@ -96,13 +96,13 @@ def test_nothing_archived_and_no_such_page_have_their_own_codes(deployed, capsys
 
 
 def test_a_reviewed_month_names_each_decision_its_reviewer_time_and_note(
-    tmp_path, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys, small_report
 ):
+    """The monthly report in small: its broken scans on pages 2 and 3 (conftest.small_report)."""
     store = LocalStore(tmp_path / "store")
     monkeypatch.delenv("REPORT_PIPELINE_DEPLOYMENT", raising=False)
     monkeypatch.setenv("REPORT_PIPELINE_STORE", str(tmp_path / "store"))
-    run_report(store, fixture_pdf("monthly_report.pdf"), PipelineSettings(tmp_path / "w"), "inbox",
-               MONTH)  # fmt: skip
+    run_report(store, small_report, PipelineSettings(tmp_path / "w"), "inbox", MONTH)
     queue = {i.reason: i for i in pending(store, [MONTH])}
     cut, odd = queue["truncated"], queue["signature_mismatch"]
     rejected = decide(store, MONTH, cut.sequence, "reject", "josé", "cut off", utc_now())
@@ -112,11 +112,11 @@ def test_a_reviewed_month_names_each_decision_its_reviewer_time_and_note(
     assert out.startswith(f"report inbox-{MONTH}  revision {accepted.parent_revision}")
     decision = {c.sequence: c.review for c in accepted.children if c.review}
     assert "\n  reviewed              2 decisions\n" in out
-    assert (f"    #{cut.sequence}  page 50  truncated  rejected by josé "
+    assert (f"    #{cut.sequence}  page 2  truncated  rejected by josé "
             f'{decision[cut.sequence].decided_at}  "cut off"\n') in out  # fmt: skip
-    assert (f"    #{odd.sequence}  page 100  accepted by Zoë.Ng "
+    assert (f"    #{odd.sequence}  page 3  accepted by Zoë.Ng "
             f"{decision[odd.sequence].decided_at}, signature_mismatch lifted\n") in out  # fmt: skip
-    assert main(["show", MONTH, "--page", "50"]) == 0
+    assert main(["show", MONTH, "--page", "2"]) == 0
     page = capsys.readouterr().out
     assert f"evidence {cut.stream_bytes:,} bytes" in page
     assert f"      reviewed: rejected by josé {decision[cut.sequence].decided_at}" in page
