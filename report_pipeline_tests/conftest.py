@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -105,6 +107,31 @@ def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("reports") / "small_report.pdf"
     path.write_bytes(_cases.report(3, bad_scans=SMALL_REPORT_SCANS))
     return path
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Manifest]]:
+    """A fixture run through the core pipeline (default settings, a LocalStore, 2026-10) once
+    per session, for the tests that only read what a run of it archived: (its store's folder,
+    its manifest). Not once per test, nor once per xdist worker: the workers share the session's
+    base folder and take turns by a lock. A test that writes to the store copies it first."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "archived"
+
+    def get(name: str) -> tuple[Path, Manifest]:
+        folder = shared / name
+        folder.mkdir(parents=True, exist_ok=True)
+        done = folder / "manifest.pickle"
+        with open(folder / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                store = LocalStore(folder / "store")
+                manifest = run_report(store, fixture_pdf(name), PipelineSettings(folder / "work"),
+                                      "inbox", "2026-10")  # fmt: skip
+                done.write_bytes(pickle.dumps(manifest))
+        return folder / "store", pickle.loads(done.read_bytes())
+
+    return get
 
 
 @pytest.fixture

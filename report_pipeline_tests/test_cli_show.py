@@ -27,20 +27,19 @@ MONTH = "2026-10"
 
 
 @pytest.fixture(scope="module", params=["local", "production"])
-def archived(request, tmp_path_factory, s3_server) -> tuple[dict[str, str], Manifest]:
+def archived(request, tmp_path_factory, shared_run) -> tuple[dict[str, str], Manifest]:
     """The monthly report archived for MONTH in the deployment's store, once per deployment
-    (the tests only read it): the environment `show` finds it from, and its manifest."""
-    root = tmp_path_factory.mktemp(request.param)
+    (the tests only read it; locally, the session's one run of it: conftest.shared_run): the
+    environment `show` finds it from, and its manifest."""
     if request.param == "local":
-        env = {"REPORT_PIPELINE_STORE": str(root / "store")}
-        store = LocalStore(root / "store")
-    else:
-        s3 = s3_helpers.fresh(s3_server)
-        env = {"REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_S3_BUCKET": s3.bucket,
-               "REPORT_PIPELINE_S3_PREFIX": "pipeline", "REPORT_PIPELINE_S3_ENDPOINT": s3.endpoint,
-               **s3_helpers.CREDENTIALS, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}  # fmt: skip
-        store = S3Store(s3.client, s3.bucket, prefix="pipeline")
-    settings = PipelineSettings(root / "work")
+        folder, manifest = shared_run("monthly_report.pdf")
+        return {"REPORT_PIPELINE_STORE": str(folder)}, manifest
+    s3 = s3_helpers.fresh(request.getfixturevalue("s3_server"))
+    env = {"REPORT_PIPELINE_DEPLOYMENT": "production", "REPORT_PIPELINE_S3_BUCKET": s3.bucket,
+           "REPORT_PIPELINE_S3_PREFIX": "pipeline", "REPORT_PIPELINE_S3_ENDPOINT": s3.endpoint,
+           **s3_helpers.CREDENTIALS, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}  # fmt: skip
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    settings = PipelineSettings(tmp_path_factory.mktemp(request.param) / "work")
     return env, run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", MONTH)
 
 

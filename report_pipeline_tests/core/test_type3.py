@@ -55,8 +55,8 @@ def test_a_pages_glyph_records_are_the_images_mupdf_paints(page):
 
 
 @pytest.mark.slow
-def test_the_report_archives_a_record_per_glyph_painted_and_is_complete(run_fixture):
-    manifest = run_fixture("type3_shows.pdf")
+def test_the_report_archives_a_record_per_glyph_painted_and_is_complete(shared_run):
+    _, manifest = shared_run("type3_shows.pdf")
     assert manifest.state == "complete"
     assert [p.expected for p in manifest.pages] == [n for _, n in TYPE3_SHOWS.values()]
     assert manifest.counts.archived == sum(n for _, n in TYPE3_SHOWS.values())
@@ -102,13 +102,13 @@ def test_a_glyph_shown_a_hundred_thousand_times_runs_once(monkeypatch):
 
 
 @pytest.mark.slow
-def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(run_fixture):
+def test_glyphs_of_direct_fonts_base_encodings_and_extgstate_fonts_are_found(shared_run):
     """type3_cases.pdf (fixtures/_type3.py): two direct font dictionaries each showing `a`; a
     /BaseEncoding without /Differences; a font set by `gs`. Every glyph image is a record."""
     with pymupdf.open(fixture_pdf("type3_cases.pdf")) as doc:
         drawn = [len(page_images(doc, n)) for n in range(1, doc.page_count + 1)]
     assert tuple(drawn) == IMAGES
-    manifest = run_fixture("type3_cases.pdf")
+    _, manifest = shared_run("type3_cases.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == sum(IMAGES)
 
 

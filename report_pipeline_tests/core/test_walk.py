@@ -116,13 +116,13 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
     assert manifest.state == "complete" and manifest.counts.archived == 3
 
 
-def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(run_fixture):
+def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(shared_run):
     """broken_streams.pdf: page 1's form is damaged Flate data (MuPDF cannot read it to its
     end), page 2's gives up after a flood of syntax errors, page 3's has one stray token MuPDF
     skips, page 4's content ends inside an inline image. Pages 1, 2 and 4 are damaged: what
     their streams drew after the break is unknown, so each is a page-level quarantine, and the
     manifest accounts for every page. Page 4's cut-off inline image is a record, quarantined."""
-    manifest = run_fixture("broken_streams.pdf")
+    _, manifest = shared_run("broken_streams.pdf")
     assert manifest.state == "complete"
     rows = {row.page: row for row in manifest.pages}
     assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
@@ -139,10 +139,10 @@ def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(ru
     assert (cut_off.page, cut_off.origin, cut_off.quarantine_reason) == (4, "inline", "truncated")
 
 
-def test_a_page_mupdf_cannot_load_is_damaged_and_the_rest_is_archived(run_fixture):
+def test_a_page_mupdf_cannot_load_is_damaged_and_the_rest_is_archived(shared_run):
     """unloadable_page.pdf: page 1's form field is its own parent, so MuPDF cannot load the page
     (poppler lists nothing on it either); the report is processed, not refused."""
-    manifest = run_fixture("unloadable_page.pdf")
+    _, manifest = shared_run("unloadable_page.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == 1
     assert [(row.page, row.state, row.reason) for row in manifest.pages] == [
         (1, "damaged", "page_unloadable"), (2, "complete", ""),
@@ -155,12 +155,12 @@ def drawn_by_mupdf(name: str) -> dict[int, int]:
         return {page.number + 1: len(page.get_image_info()) for page in doc}
 
 
-def test_streams_mupdf_repairs_are_whole_and_counted(run_fixture):
+def test_streams_mupdf_repairs_are_whole_and_counted(shared_run):
     """repaired_streams.pdf, the classes of three sound third-party files: Flate without its
     adler32 (a page's content and a form field's appearance), Flate ending right after its last
     operator, a TIFF-predictor image, tokens split across a /Contents array. Every page is
     complete, with its repaired streams counted; the records are what MuPDF draws."""
-    manifest = run_fixture("repaired_streams.pdf")
+    _, manifest = shared_run("repaired_streams.pdf")
     assert manifest.state == "complete"
     assert {row.page: (row.state, row.repaired_streams) for row in manifest.pages} == {
         page: ("complete", repaired) for page, (_, _, repaired) in damaged.REPAIRED.items()
@@ -172,11 +172,11 @@ def test_streams_mupdf_repairs_are_whole_and_counted(run_fixture):
     assert tiff.state == "archived"  # its Flate data lacks only the checksum: every sample is there
 
 
-def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew(run_fixture):
+def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew(shared_run):
     """cut_off_streams.pdf: Flate data ending early after operands (page 1), inside an operator
     of a form (page 2: /C, drawn after the form, is still drawn) and inside an inline image
     (page 3). Each page is damaged, says what broke off and how many images it drew before."""
-    manifest = run_fixture("cut_off_streams.pdf")
+    _, manifest = shared_run("cut_off_streams.pdf")
     assert manifest.state == "complete"
     rows = {row.page: row for row in manifest.pages}
     assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
