@@ -168,10 +168,25 @@ def inbox(tmp_path: Path) -> Callable[..., Path]:
     return drop
 
 
+@pytest.fixture(scope="session")
+def empty_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of a new, empty test instance (its sqlite storages created and their schema
+    stamped), made once: each test's instance starts from a copy of it, ~0.1 s of CPU instead
+    of the ~0.4 s that creating the storages takes."""
+    home = tmp_path_factory.mktemp("empty_instance")
+    with dg.instance_for_test(temp_dir=str(home)):
+        pass
+    return home
+
+
 @pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
+def instance(
+    empty_instance: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dg.DagsterInstance]:
     """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
-    with dg.instance_for_test() as test_instance:
+    home = tmp_path_factory.mktemp("dagster_home")
+    shutil.copytree(empty_instance, home, dirs_exist_ok=True)
+    with dg.instance_for_test(temp_dir=str(home)) as test_instance:
         yield test_instance
 
 
