@@ -25,7 +25,9 @@ from report_pipeline_tests.clock import Clock
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs"
 # The tiers, declared in each test file (`pytestmark`) or on a test:
 # - `live`: starts a live server (`dagster dev` or a webserver and daemon, Postgres, PgBouncer,
-#   Redis and Celery workers, a browser, a fault backfill). `make check` leaves these out.
+#   Redis and Celery workers, a browser, a fault backfill), or runs whole process trees end to
+#   end whose outcomes quick tests check in-process (test_hostile_preview.py: each hostile file
+#   through `report-pipeline preview` under a memory limit). `make check` leaves these out.
 # - `slow`: runs the pipeline (forks confined children), a Dagster run or a command in a
 #   subprocess. `make unit` leaves these out too: pure logic, under 30 s, and it forks nothing
 #   (`_unit_tier_forks_nothing` below fails a test that does, so a missing mark shows).
