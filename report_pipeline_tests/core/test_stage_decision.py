@@ -41,9 +41,7 @@ def test_a_month_without_a_report_has_nothing_to_stage(tmp_path, store, settings
     assert isinstance(decision, NothingToStage) and decision.why == "no_report"
 
 
-def test_staged_then_claimed_elsewhere_then_reused(
-    tmp_path, store, settings, month, small_report
-):
+def test_staged_then_claimed_elsewhere_then_reused(tmp_path, store, settings, month, small_report):
     folder = tmp_path / "inbox" / month
     folder.mkdir(parents=True)
     shutil.copyfile(small_report, folder / "report.pdf")
