@@ -57,11 +57,14 @@ def test_an_image_free_pattern_painted_30000_times_is_accepted_in_bounded_time(t
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 8  # about 3 s
 
 
-def test_replayed_records_count_against_the_reports_cap(tmp_path):
-    """Six pages that each paint an image pattern 9,000 times: each page within its cap, the
-    report past its 50,000 records at page 6."""
+def test_replayed_records_count_against_the_reports_cap(tmp_path, monkeypatch):
+    """Six pages that each paint an image pattern 900 times, under a report cap of 5,000
+    records, a tenth of its 50,000 (set before the walk's child is forked; six pages of 9,000
+    took ~3 s): each page within its cap, the report past its cap at page 6."""
+    assert walk.MAX_DRAWS_PER_REPORT == 50_000
+    monkeypatch.setattr(walk, "MAX_DRAWS_PER_REPORT", 5_000)
     path = tmp_path / "imaged.pdf"
-    path.write_bytes(imaged_pages(6, 9_000))
+    path.write_bytes(imaged_pages(6, 900))
     with pytest.raises(walk.WalkFailed) as failed:
         walk.image_counts(path, 6, DecodeSettings())
     assert failed.value.reason == "too_many_images"
