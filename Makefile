@@ -39,10 +39,14 @@ demo: setup fixtures/pdfs/monthly_report.pdf  ## process the sample monthly repo
 # Expanded only where used (check, test): other targets never run the df.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR == 2 {print $$4}')" \
 	-ge 4194304 ] 2>/dev/null && echo /dev/shm || echo "$(or $(TMPDIR),/tmp)")
+# And with bytecode written and reused (__pycache__/, git-ignored) where the machine sets
+# PYTHONDONTWRITEBYTECODE: else each xdist worker compiles the project and pytest rewrites every
+# test module's asserts again (~3 s of CPU a worker), and so does each Python a test starts.
+TEST_ENV = PYTHONDONTWRITEBYTECODE= TMPDIR=$(TEST_TMPDIR)
 # The tiers are marks declared in the test files (report_pipeline_tests/conftest.py says which).
 # The unit tier: pure logic, no fork, no Dagster run, no server, one process, under 30 s.
 unit: setup  ## pure logic tests only (no fork, no Dagster run), in under 30 s, while editing
-	REPORT_PIPELINE_TEST_TIER=unit TMPDIR=$(TEST_TMPDIR) $(UV) run pytest -q -p no:cacheprovider -m "not live and not slow"
+	REPORT_PIPELINE_TEST_TIER=unit $(TEST_ENV) $(UV) run pytest -q -p no:cacheprovider -m "not live and not slow"
 
 # The quick tier: no test that starts a live server, on every core.
 QUICK := -q -p no:cacheprovider -m "not live" -n auto
@@ -52,20 +56,20 @@ check:  ## lint and every test that needs no live server, in under 2 minutes
 ifdef PYTHON
 	$(eval OTHER := $(or $(wildcard $(shell pyenv prefix $(PYTHON) 2>/dev/null)/bin/python$(PYTHON)),python$(PYTHON)))
 	UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) sync --locked --quiet --compile-bytecode --python $(OTHER)
-	TMPDIR=$(TEST_TMPDIR) UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) run --locked --python $(OTHER) pytest $(QUICK)
+	$(TEST_ENV) UV_PROJECT_ENVIRONMENT=.venv-$(PYTHON) $(UV) run --locked --python $(OTHER) pytest $(QUICK)
 else
 	$(MAKE) setup
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	TMPDIR=$(TEST_TMPDIR) $(UV) run pytest $(QUICK)
+	$(TEST_ENV) $(UV) run pytest $(QUICK)
 endif
 
 test: setup  ## the whole suite, plus lint (installs missing system packages first)
 	bash .ci/system-packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	TMPDIR=$(TEST_TMPDIR) $(UV) run pytest --durations=15  # and names the 15 slowest tests
-	TMPDIR=$(TEST_TMPDIR) faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
+	$(TEST_ENV) $(UV) run pytest --durations=15  # and names the 15 slowest tests
+	$(TEST_ENV) faketime -f '+400d' $(UV) run pytest -q -p no:cacheprovider $(MONTH_SENSITIVE)
 
 # `env --default-signal`: started with SIGINT ignored (`setsid make dev &` from a script), dagster
 # dev would ignore SIGINT and, since it gives SIGTERM SIGINT's handler, SIGTERM too.

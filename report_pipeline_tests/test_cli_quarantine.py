@@ -30,9 +30,9 @@ def s3_env(endpoint: str, bucket: str) -> dict[str, str]:
 
 
 @pytest.fixture(params=["local", "production"])
-def deployed(request, tmp_path, monkeypatch):
-    """The monthly report archived for MONTH in the deployment's store, and `quarantine`'s
-    environment pointing at it."""
+def deployed(request, tmp_path, monkeypatch, small_report):
+    """The monthly report in small (its two broken scans: conftest.small_report) archived for
+    MONTH in the deployment's store, and `quarantine`'s environment pointing at it."""
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     if request.param == "local":
@@ -45,8 +45,7 @@ def deployed(request, tmp_path, monkeypatch):
     env["REPORT_PIPELINE_WORK"] = str(tmp_path / "work")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    run_report(store, fixture_pdf("monthly_report.pdf"), PipelineSettings(tmp_path / "w"), "inbox",
-               MONTH)  # fmt: skip
+    run_report(store, small_report, PipelineSettings(tmp_path / "w"), "inbox", MONTH)
     return store
 
 

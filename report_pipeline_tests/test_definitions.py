@@ -89,31 +89,36 @@ def test_workspace_file_points_at_the_definitions():
     )
 
 
-def test_the_loaded_code_location_is_frozen_for_the_garbage_collector():
-    """A run worker loads the definitions and keeps them: frozen, the collector's full passes
-    during a run leave them alone (bench.cold: 0.21 s of collecting in a cold run instead of
-    0.37 s). Nothing the process makes afterwards is frozen."""
+@pytest.fixture(scope="module")
+def fresh_load() -> dict:
+    """What a fresh Python sees once it has loaded the definitions (one process for the tests
+    below: each such process takes ~2 s of CPU)."""
+    import json
     import subprocess
     import sys
 
     code = (
-        "import gc; import report_pipeline.definitions;"
+        "import gc, json, sys; import report_pipeline.definitions;"
+        "pandas = 'pandas' in sys.modules;"
         "frozen = gc.get_freeze_count();"
         "after = [[] for _ in range(1000)];"
-        "print(frozen, len(gc.get_objects()), gc.get_freeze_count() == frozen)"
+        "print(json.dumps({'pandas': pandas, 'frozen': frozen, 'unfrozen': len(gc.get_objects()),"
+        " 'unchanged': gc.get_freeze_count() == frozen}))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    frozen, unfrozen, unchanged = done.stdout.split()
-    assert int(frozen) > 100_000  # the loaded code: Dagster, the definitions, their imports
-    assert 1000 <= int(unfrozen) < 10_000 and unchanged == "True"  # only what came after
+    return json.loads(done.stdout)
 
 
-def test_loading_the_definitions_does_not_import_pandas():
+def test_the_loaded_code_location_is_frozen_for_the_garbage_collector(fresh_load):
+    """A run worker loads the definitions and keeps them: frozen, the collector's full passes
+    during a run leave them alone (bench.cold: 0.21 s of collecting in a cold run instead of
+    0.37 s). Nothing the process makes afterwards is frozen."""
+    frozen, unfrozen = fresh_load["frozen"], fresh_load["unfrozen"]
+    assert frozen > 100_000  # the loaded code: Dagster, the definitions, their imports
+    assert 1000 <= unfrozen < 10_000 and fresh_load["unchanged"]  # only what came after
+
+
+def test_loading_the_definitions_does_not_import_pandas(fresh_load):
     """pandas is imported by the step that builds the manifest table (core/archive/table.py),
     not by every code server, sensor tick, CLI call and run worker that loads the definitions."""
-    import subprocess
-    import sys
-
-    code = "import sys, report_pipeline.definitions; print('pandas' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    assert fresh_load["pandas"] is False

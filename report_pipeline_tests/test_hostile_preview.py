@@ -1,7 +1,16 @@
 """Hostile files through `report-pipeline preview`, as a user would run it, under a 3 GiB
 address-space limit (`ulimit -v`): each ends with a documented exit code and a reason, within
 1.5 GiB of peak memory (the preview, its page walk and its decoders) and 60 s of CPU, with no
-traceback, and nothing over the pixel cap is archived."""
+traceback, and nothing over the pixel cap is archived.
+
+Marked `live` (`make test`, not `make check`): each file is a process tree of its own, as a user
+runs it (~1 s of CPU each, 17 of them, and a `dagster asset materialize`). The quick tier checks
+what each ends with in-process: test_walk.py (the hostile walks refused in bounded CPU and time,
+odd_names.pdf, broken_streams.pdf), test_fixture_cases.py and test_hostile_pdfs.py (the refused
+files, the pixel bomb, the truncated JPEG, the type mismatch, the repaired xref),
+test_image_classes.py (hostile_images.pdf's forged headers), test_filter_spellings.py,
+test_reasons.py, test_type3.py and the oracle (their records), test_cli.py (`preview`'s exit
+codes and refusals, never a traceback), test_isolation.py (the decoders' memory limit)."""
 
 import os
 import resource
@@ -16,7 +25,7 @@ from report_pipeline.core.model import store_json
 from report_pipeline.core.model.settings import Limits
 from report_pipeline_tests.conftest import FIXTURES
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.live
 
 ROOT = FIXTURES.parent.parent
 

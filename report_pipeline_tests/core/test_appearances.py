@@ -37,8 +37,8 @@ def test_a_pages_records_are_the_appearance_mupdf_draws(page):
 
 
 @pytest.mark.slow
-def test_the_stored_appearances_mupdf_replaces_or_never_draws_are_no_records(run_fixture):
-    manifest = run_fixture(NAME)
+def test_the_stored_appearances_mupdf_replaces_or_never_draws_are_no_records(shared_run):
+    _, manifest = shared_run(NAME)
     assert manifest.state == "complete"
     counts = manifest.counts
     assert (counts.archived, counts.quarantined, counts.hidden) == (1, 0, 1)

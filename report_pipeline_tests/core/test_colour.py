@@ -35,8 +35,8 @@ PIXELS_ONLY = [b"IHDR", b"IDAT", b"IEND"]
 
 
 @pytest.fixture(scope="module")
-def colour_run(tmp_path_factory):
-    return run_once(tmp_path_factory, NAME)
+def colour_run(shared_run):
+    return run_once(shared_run, NAME)
 
 
 @pytest.fixture(scope="module")

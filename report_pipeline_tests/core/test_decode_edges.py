@@ -23,8 +23,8 @@ ARCHIVED = [name for name in CASES if name not in _edge.QUARANTINED]
 
 
 @pytest.fixture(scope="module")
-def edge_run(tmp_path_factory):
-    return run_once(tmp_path_factory, NAME)
+def edge_run(shared_run):
+    return run_once(shared_run, NAME)
 
 
 @pytest.fixture(scope="module")

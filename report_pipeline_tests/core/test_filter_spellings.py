@@ -15,8 +15,8 @@ TYPES = {"JPXDecode": "jpx", "DCTDecode": "jpeg"}
 
 
 @pytest.mark.slow
-def test_each_spelling_is_quarantined_for_its_payloads_reason(run_fixture):
-    manifest = run_fixture("filter_spellings.pdf")
+def test_each_spelling_is_quarantined_for_its_payloads_reason(shared_run):
+    _, manifest = shared_run("filter_spellings.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == 0
     outcomes = [(c.page, c.state, c.quarantine_reason, c.declared_type) for c in manifest.children]
     assert outcomes == [

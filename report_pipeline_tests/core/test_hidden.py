@@ -23,6 +23,7 @@ from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.review import queue
+from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_manifest import build, record
 
@@ -45,8 +46,9 @@ def test_a_pages_shown_records_are_what_mupdf_draws_and_the_rest_say_why(page):
 
 
 @pytest.mark.slow
-def test_hidden_images_are_accounted_for_and_not_archived(run_fixture, store):
-    manifest = run_fixture(NAME)
+def test_hidden_images_are_accounted_for_and_not_archived(shared_run):
+    folder, manifest = shared_run(NAME)
+    store = LocalStore(folder)
     assert manifest.state == "complete"
     counts = manifest.counts
     assert (counts.archived, counts.quarantined, counts.hidden) == (SHOWN, 0, HIDDEN)
@@ -118,8 +120,8 @@ def test_checks_count_hidden_as_accounted_and_not_as_validated():
 
 
 @pytest.mark.slow
-def test_show_and_the_table_say_what_is_hidden_and_old_manifests_keep_their_bytes(run_fixture):
-    manifest = run_fixture(NAME)
+def test_show_and_the_table_say_what_is_hidden_and_old_manifests_keep_their_bytes(shared_run):
+    _, manifest = shared_run(NAME)
     text = summary.summary(manifest).splitlines()
     at = text.index(f"  hidden                {HIDDEN} not shown, not archived")
     assert text[at + 1 : at + 3] == ["    3 x annotation_hidden", "    8 x optional_content_off"]

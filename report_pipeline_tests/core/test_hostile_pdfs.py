@@ -30,13 +30,13 @@ def written(tmp_path, data: bytes):
     return path
 
 
-def test_a_repaired_xref_is_processed_and_flagged_repaired(run_fixture):
+def test_a_repaired_xref_is_processed_and_flagged_repaired(shared_run):
     facts = SourceFacts(repaired=True)
     assert inspect_pdf(fixture_pdf("broken_xref.pdf"), Limits()) == Inspection(12, facts)
-    manifest = run_fixture("broken_xref.pdf")
+    _, manifest = shared_run("broken_xref.pdf")
     assert (manifest.state, manifest.repaired) == ("complete", True)
     assert manifest.counts.archived == 15 and manifest.counts.distinct_images == 2
-    assert run_fixture("repeated_image.pdf").repaired is False
+    assert shared_run("repeated_image.pdf")[1].repaired is False
 
 
 def test_refuse_repaired_turns_a_repaired_file_into_damaged():

@@ -1,7 +1,8 @@
 """Every image class third-party PDFs use is archived with MuPDF's pixels; forged headers are not.
 
 image_classes.pdf has one page per class (fixtures/_classes.py CLASSES order), hostile_images.pdf
-one page per forged header (fixtures/_hostile.py). Both run through the core pipeline once.
+one page per forged header (fixtures/_hostile.py). Both run through the core pipeline once (the
+session's one run of each, conftest.shared_run, which the oracle reads too).
 """
 
 import io
@@ -11,8 +12,7 @@ import pytest
 from PIL import Image
 
 from fixtures import _classes, _hostile
-from report_pipeline.core.model.settings import PipelineSettings
-from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -20,21 +20,21 @@ CLASSES = list(_classes.CLASSES)
 STENCILS = ["ccitt_g4_stencil", "jbig2", "jbig2_globals", "stencil_decode_inverted"]
 
 
-def run_once(tmp_path_factory, name: str) -> tuple[LocalStore, dict]:
-    root = tmp_path_factory.mktemp(name.removesuffix(".pdf"))
-    store = LocalStore(root / "store")
-    settings = PipelineSettings(root / "work")
-    return store, run_report(store, fixture_pdf(name), settings, "inbox", "2026-10")
+def run_once(shared_run, name: str) -> tuple[LocalStore, Manifest]:
+    """`name` run through the core pipeline once for the session: its store (read only here)
+    and its manifest."""
+    folder, manifest = shared_run(name)
+    return LocalStore(folder), manifest
 
 
 @pytest.fixture(scope="module")
-def classes_run(tmp_path_factory):
-    return run_once(tmp_path_factory, "image_classes.pdf")
+def classes_run(shared_run):
+    return run_once(shared_run, "image_classes.pdf")
 
 
 @pytest.fixture(scope="module")
-def hostile_run(tmp_path_factory):
-    return run_once(tmp_path_factory, "hostile_images.pdf")
+def hostile_run(shared_run):
+    return run_once(shared_run, "hostile_images.pdf")
 
 
 @pytest.fixture(scope="module")

@@ -70,14 +70,13 @@ def superseded_events(store, clock) -> list:
 
 
 @pytest.fixture(scope="module")
-def reviewed_month(tmp_path_factory) -> Path:
-    """The monthly report archived for MONTH, then both of its quarantined images decided:
-    the truncated scan rejected, the PNG-declared-JPEG accepted (a LocalStore folder)."""
+def reviewed_month(tmp_path_factory, small_report) -> Path:
+    """The monthly report in small (conftest.small_report) archived for MONTH, then both of its
+    quarantined images decided: the truncated scan rejected, the PNG-declared-JPEG accepted (a
+    LocalStore folder)."""
     root = tmp_path_factory.mktemp("reviewed")
     store = LocalStore(root / "store")
-    run_report(
-        store, fixture_pdf("monthly_report.pdf"), PipelineSettings(root / "w"), "inbox", MONTH
-    )
+    run_report(store, small_report, PipelineSettings(root / "w"), "inbox", MONTH)
     now = utc_now()
     for item in pending(store, [MONTH]):
         decision = "reject" if item.reason == "truncated" else "accept"
@@ -92,11 +91,12 @@ def reviewed(reviewed_month, tmp_path) -> LocalStore:
 
 
 @pytest.fixture(scope="module")
-def corrected(tmp_path_factory) -> Path:
-    """The monthly report with page 87 removed: 139 pages, the same image streams."""
-    path = tmp_path_factory.mktemp("corrected") / "monthly_report_v2.pdf"
-    with pymupdf.open(fixture_pdf("monthly_report.pdf")) as doc:
-        doc.delete_page(86)
+def corrected(tmp_path_factory, small_report) -> Path:
+    """That report with page 1 removed: 2 pages (the broken scans' pages, now 1 and 2), the
+    same image streams."""
+    path = tmp_path_factory.mktemp("corrected") / "small_report_v2.pdf"
+    with pymupdf.open(small_report) as doc:
+        doc.delete_page(0)
         doc.save(path)
     return path
 
@@ -107,7 +107,7 @@ def test_a_correction_replaces_the_months_revision_keeping_its_deadline_and_deci
     before = month_now(reviewed)
     assert {c.review.decision for c in before.children if c.review} == {"accepted", "rejected"}
     after = run(reviewed, corrected, tmp_path)
-    assert month_now(reviewed) == after and after.counts.pages == 139
+    assert month_now(reviewed) == after and after.counts.pages == 2
     assert after.deadlines.archive_delete_by == before.deadlines.archive_delete_by
     # the decisions carried over to the same images: nobody decides twice
     assert pending(reviewed, [MONTH]) == []

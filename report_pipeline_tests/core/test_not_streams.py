@@ -28,8 +28,8 @@ def test_what_is_not_a_stream_draws_nothing_and_breaks_nothing(page):
     assert (streams.broken, streams.breaks) == (0, ())
 
 
-def test_the_report_is_processed_complete_with_every_drawn_image_archived(run_fixture):
-    manifest = run_fixture(NAME)
+def test_the_report_is_processed_complete_with_every_drawn_image_archived(shared_run):
+    _, manifest = shared_run(NAME)
     assert manifest.state == "complete"
     assert [(p.state, p.expected) for p in manifest.pages] == [
         ("complete", n) for _, n in NOT_STREAMS.values()

@@ -101,8 +101,8 @@ def test_a_paint_runs_the_cell_as_often_as_mupdf_runs_it_for_its_geometry(seed):
     assert {0, 1, 2, 4} <= set(drawn)  # the geometry decides, in every way
 
 
-def test_the_report_archives_one_record_per_paint_and_is_complete(run_fixture):
-    manifest = run_fixture(NAME)
+def test_the_report_archives_one_record_per_paint_and_is_complete(shared_run):
+    _, manifest = shared_run(NAME)
     assert manifest.state == "complete"
     assert manifest.counts.archived == sum(n for _, n in PAINT_PAGES.values())
     assert [p.expected for p in manifest.pages] == [n for _, n in PAINT_PAGES.values()]
@@ -129,14 +129,14 @@ def test_thousands_of_paints_are_a_record_per_image_drawn_and_cost_no_runs(page)
     assert cpu < 3  # about 0.3 s
 
 
-def test_a_report_of_thousands_of_paints_is_walked_in_its_child_and_archived(run_fixture):
+def test_a_report_of_thousands_of_paints_is_walked_in_its_child_and_archived(shared_run):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     walked = walk.image_counts(fixture_pdf(MANY), len(MANY_PAINTS), DecodeSettings())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     assert [images for images, _ in walked.counts] == list(MANY_PAINTS.values())
     assert cpu < 5  # the walk's child, both pages: about 0.5 s
-    manifest = run_fixture(MANY)
+    _, manifest = shared_run(MANY)  # run once for the session's tests that read it (the oracle)
     assert manifest.state == "complete"
     assert manifest.counts.archived == sum(MANY_PAINTS.values())
     assert manifest.counts.distinct_images == 2

@@ -16,8 +16,8 @@ from report_pipeline.core.pipeline import run_report
 pytestmark = pytest.mark.slow
 
 
-def test_each_case_gets_the_reason_that_names_its_flaw(run_fixture):
-    manifest = run_fixture("misleading_reasons.pdf")
+def test_each_case_gets_the_reason_that_names_its_flaw(shared_run):
+    _, manifest = shared_run("misleading_reasons.pdf")
     assert manifest.state == "complete"
     for child, (name, (state, reason, detail)) in zip(
         manifest.children, reasons.OUTCOMES.items(), strict=True

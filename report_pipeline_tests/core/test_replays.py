@@ -30,7 +30,9 @@ def walked(data: bytes, content: bytes):
     return [(d.origin, d.xref, d.hidden) for d in draws], broken
 
 
-@pytest.mark.parametrize("seed", range(4))
+# Seeds 1 and 2 found no change to the replay key (each of its parts dropped in turn) that 0 and
+# 3 did not: 0 and 3 find all five that 0-3 found, the rarest (the streams being run) 3 times.
+@pytest.mark.parametrize("seed", [0, 3])
 def test_replayed_draws_are_the_draws_of_running_the_stream_at_every_paint(seed, monkeypatch):
     """Random pages of patterns, soft masks, forms, text, layers and q/Q (fixtures/
     _replay_states.py), walked with replays and with every paint running its stream."""

@@ -56,11 +56,14 @@ def occurrence(manifest, sequence: int):
 
 
 @pytest.fixture(scope="module")
-def archived_once(tmp_path_factory) -> tuple[Path, str]:
-    """The monthly report archived once for the module (a LocalStore's folder): each test
-    decides on its own copy. Both stores: the scan test below, and test_cli_quarantine.py."""
+def archived_once(tmp_path_factory, small_report) -> tuple[Path, str]:
+    """The monthly report in small (conftest.small_report: its broken scans on pages 2 and 3)
+    archived once for the module (a LocalStore's folder): each test decides on its own copy.
+    Both stores: the scan test below, and test_cli_quarantine.py."""
     root, month = tmp_path_factory.mktemp("archived"), Clock(utc_now()).month(-1)
-    archive(LocalStore(root / "store"), root, "monthly_report.pdf", month)
+    manifest = run_report(LocalStore(root / "store"), small_report,
+                          PipelineSettings(root / "work"), "inbox", month)  # fmt: skip
+    assert manifest.state == "complete"
     return root / "store", month
 
 
@@ -76,10 +79,10 @@ def test_the_queue_lists_each_undecided_quarantined_object_with_its_evidence(mon
     queue = by_reason(store, month)
     assert sorted(queue) == ["signature_mismatch", "truncated"]
     mismatch, truncated = queue["signature_mismatch"], queue["truncated"]
-    assert (mismatch.pages, truncated.pages) == ((100,), (50,))
+    assert (mismatch.pages, truncated.pages) == ((3,), (2,))
     assert mismatch.declared_type == "jpeg" and mismatch.stream_bytes > 0
     assert "/quarantine/" in mismatch.evidence_key and "/quarantine/" in truncated.evidence_key
-    assert json.loads(json.dumps(mismatch.as_json()))["pages"] == [100]
+    assert json.loads(json.dumps(mismatch.as_json()))["pages"] == [3]
 
 
 def test_show_writes_the_evidence_and_a_preview_into_a_private_folder(monthly, tmp_path):
@@ -144,13 +147,13 @@ def test_reject_keeps_it_quarantined_in_a_new_revision_and_it_leaves_the_queue(m
         store, manifest_key(after.report_id, before.parent_revision)
     )
     assert (
-        superseded.state == "expired" and superseded.deleted.objects == 287 + 2
-    )  # + its own files
+        superseded.state == "expired" and superseded.deleted.objects == 9 + 2
+    )  # its 7 distinct images and 2 quarantined streams, + its own files
     prefix = f"archive/{after.report_id}/{before.parent_revision}/"
     assert [o.key for o in store.list(prefix)] == [f"{prefix}manifest.json"]
     (event,) = [e for e in deletion_log.read(store, clock.now - timedelta(days=1))
                 if e.kind == "superseded"]  # fmt: skip
-    assert event.revision == before.parent_revision and event.objects == 287 + 2
+    assert event.revision == before.parent_revision and event.objects == 9 + 2
     again = decide(store, month, item.sequence, "reject", "ana.lopez", "cut off", clock.now)
     assert not again.changed and current(store, month) == after
     with pytest.raises(ReviewError) as contrary:
@@ -308,7 +311,7 @@ def test_a_decision_that_died_half_way_completes_when_taken_again(monthly, clock
     item = by_reason(store, month)["truncated"]
     copies = iter(range(100))
     crashing = CrashingStore(store, lambda method, key: method == "copy"
-                             and next(copies) == 50)  # fmt: skip
+                             and next(copies) == 5)  # fmt: skip
     with pytest.raises(Crash):
         decide(crashing, month, item.sequence, "reject", "bo", "", clock.now)
     assert current(store, month).previous_revision is None  # not published

@@ -18,7 +18,6 @@ from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage import s3_store
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
-from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.s3 import Raw
 
 pytestmark = pytest.mark.slow
@@ -41,14 +40,15 @@ def test_deletes_go_in_batches_of_1000(s3, monkeypatch):
     assert [o.key for o in store.list("work")] == []
 
 
-def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_path):
-    """The whole report on S3, then the month's archive check: one PutObject per distinct image
-    (straight to its archive key), no COPY, no HEAD or GET per image; the check lists."""
+def test_a_report_costs_one_put_per_archived_object_and_no_read_back(s3, tmp_path, small_report):
+    """The whole report on S3 (the monthly report in small: its logo on every page), then the
+    month's archive check: one PutObject per distinct image (straight to its archive key), no
+    COPY, no HEAD or GET per image; the check lists."""
     store, calls = counted(s3)
     settings = PipelineSettings(tmp_path / "work")
-    manifest = run_report(store, fixture_pdf("monthly_report.pdf"), settings, "inbox", "2026-10")
+    manifest = run_report(store, small_report, settings, "inbox", "2026-10")
     objects = {c.object_key for c in manifest.children if c.object_key}
-    assert len(objects) == 287 and manifest.counts.accounted == 423  # 285 images, 2 evidence
+    assert len(objects) == 9 and manifest.counts.accounted == 11  # 7 images, 2 evidence
     stored = {
         o.key for o in store.list("archive") if "/images/" in o.key or "/quarantine/" in o.key
     }

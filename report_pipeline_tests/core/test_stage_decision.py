@@ -19,7 +19,6 @@ from report_pipeline.core.stage_decision import (
     stage_for_run,
 )
 from report_pipeline.core.steps import extract
-from report_pipeline_tests.conftest import fixture_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -42,10 +41,10 @@ def test_a_month_without_a_report_has_nothing_to_stage(tmp_path, store, settings
     assert isinstance(decision, NothingToStage) and decision.why == "no_report"
 
 
-def test_staged_then_claimed_elsewhere_then_reused(tmp_path, store, settings, month):
+def test_staged_then_claimed_elsewhere_then_reused(tmp_path, store, settings, month, small_report):
     folder = tmp_path / "inbox" / month
     folder.mkdir(parents=True)
-    shutil.copyfile(fixture_pdf("monthly_report.pdf"), folder / "report.pdf")
+    shutil.copyfile(small_report, folder / "report.pdf")
     told: list = []
     first = decide(tmp_path, store, settings, month, "run-1", told=told)
     assert isinstance(first, Staged) and first.claim.won and first.tasks

@@ -19,6 +19,7 @@ from fixtures import _damaged as damaged
 from fixtures import _walks as walks
 from fixtures._many_paints import imaged_pages
 from report_pipeline.core.decode.child import decode_in_process
+from report_pipeline.core.draws import drawn
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.model.settings import DecodeSettings, PipelineSettings
 from report_pipeline.core.pdf import pages as pdf_pages
@@ -42,23 +43,28 @@ def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name
     assert list(store.list("archive")) == []  # nothing archived for a report it cannot account
 
 
-def test_an_image_free_pattern_painted_100000_times_is_accepted_in_bounded_time(tmp_path):
-    """hostile_walk_pattern.pdf's page with a cell that draws no image, as a hatch: its first
-    paint runs it, the rest replay nothing. Its cost is the content stream's, not 100,000 runs."""
+def test_an_image_free_pattern_painted_30000_times_is_accepted_in_bounded_time(tmp_path):
+    """hostile_walk_pattern.pdf's page with a cell that draws no image, as a hatch, painted
+    30,000 times (past the walk's 20,000 runs): its first paint runs it, the rest replay
+    nothing. Its cost is the content stream's, not 30,000 runs."""
+    assert drawn.MAX_INVOCATIONS < 30_000
     hatched = tmp_path / "hatched.pdf"
-    hatched.write_bytes(walks.pattern(cell=b"0 0 1 1 re f"))
+    hatched.write_bytes(walks.pattern(cell=b"0 0 1 1 re f", paints=30_000))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     counts = walk.image_counts(hatched, 1, DecodeSettings()).counts
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert counts == [(0, 0)]
-    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 20  # about 2 s
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 8  # about 3 s
 
 
-def test_replayed_records_count_against_the_reports_cap(tmp_path):
-    """Six pages that each paint an image pattern 9,000 times: each page within its cap, the
-    report past its 50,000 records at page 6."""
+def test_replayed_records_count_against_the_reports_cap(tmp_path, monkeypatch):
+    """Six pages that each paint an image pattern 900 times, under a report cap of 5,000
+    records, a tenth of its 50,000 (set before the walk's child is forked; six pages of 9,000
+    took ~3 s): each page within its cap, the report past its cap at page 6."""
+    assert walk.MAX_DRAWS_PER_REPORT == 50_000
+    monkeypatch.setattr(walk, "MAX_DRAWS_PER_REPORT", 5_000)
     path = tmp_path / "imaged.pdf"
-    path.write_bytes(imaged_pages(6, 9_000))
+    path.write_bytes(imaged_pages(6, 900))
     with pytest.raises(walk.WalkFailed) as failed:
         walk.image_counts(path, 6, DecodeSettings())
     assert failed.value.reason == "too_many_images"
@@ -116,13 +122,13 @@ def test_a_name_that_is_not_utf8_is_read_as_bytes_and_the_walk_goes_on(store, se
     assert manifest.state == "complete" and manifest.counts.archived == 3
 
 
-def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(run_fixture):
+def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(shared_run):
     """broken_streams.pdf: page 1's form is damaged Flate data (MuPDF cannot read it to its
     end), page 2's gives up after a flood of syntax errors, page 3's has one stray token MuPDF
     skips, page 4's content ends inside an inline image. Pages 1, 2 and 4 are damaged: what
     their streams drew after the break is unknown, so each is a page-level quarantine, and the
     manifest accounts for every page. Page 4's cut-off inline image is a record, quarantined."""
-    manifest = run_fixture("broken_streams.pdf")
+    _, manifest = shared_run("broken_streams.pdf")
     assert manifest.state == "complete"
     rows = {row.page: row for row in manifest.pages}
     assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
@@ -139,10 +145,10 @@ def test_a_page_whose_stream_broke_off_is_damaged_and_the_month_accounted_for(ru
     assert (cut_off.page, cut_off.origin, cut_off.quarantine_reason) == (4, "inline", "truncated")
 
 
-def test_a_page_mupdf_cannot_load_is_damaged_and_the_rest_is_archived(run_fixture):
+def test_a_page_mupdf_cannot_load_is_damaged_and_the_rest_is_archived(shared_run):
     """unloadable_page.pdf: page 1's form field is its own parent, so MuPDF cannot load the page
     (poppler lists nothing on it either); the report is processed, not refused."""
-    manifest = run_fixture("unloadable_page.pdf")
+    _, manifest = shared_run("unloadable_page.pdf")
     assert manifest.state == "complete" and manifest.counts.archived == 1
     assert [(row.page, row.state, row.reason) for row in manifest.pages] == [
         (1, "damaged", "page_unloadable"), (2, "complete", ""),
@@ -155,12 +161,12 @@ def drawn_by_mupdf(name: str) -> dict[int, int]:
         return {page.number + 1: len(page.get_image_info()) for page in doc}
 
 
-def test_streams_mupdf_repairs_are_whole_and_counted(run_fixture):
+def test_streams_mupdf_repairs_are_whole_and_counted(shared_run):
     """repaired_streams.pdf, the classes of three sound third-party files: Flate without its
     adler32 (a page's content and a form field's appearance), Flate ending right after its last
     operator, a TIFF-predictor image, tokens split across a /Contents array. Every page is
     complete, with its repaired streams counted; the records are what MuPDF draws."""
-    manifest = run_fixture("repaired_streams.pdf")
+    _, manifest = shared_run("repaired_streams.pdf")
     assert manifest.state == "complete"
     assert {row.page: (row.state, row.repaired_streams) for row in manifest.pages} == {
         page: ("complete", repaired) for page, (_, _, repaired) in damaged.REPAIRED.items()
@@ -172,11 +178,11 @@ def test_streams_mupdf_repairs_are_whole_and_counted(run_fixture):
     assert tiff.state == "archived"  # its Flate data lacks only the checksum: every sample is there
 
 
-def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew(run_fixture):
+def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew(shared_run):
     """cut_off_streams.pdf: Flate data ending early after operands (page 1), inside an operator
     of a form (page 2: /C, drawn after the form, is still drawn) and inside an inline image
     (page 3). Each page is damaged, says what broke off and how many images it drew before."""
-    manifest = run_fixture("cut_off_streams.pdf")
+    _, manifest = shared_run("cut_off_streams.pdf")
     assert manifest.state == "complete"
     rows = {row.page: row for row in manifest.pages}
     assert {page: (row.state, row.broken_streams) for page, row in rows.items()} == {
@@ -195,13 +201,14 @@ def test_content_cut_off_inside_an_operation_is_a_damaged_page_with_what_it_drew
     assert drawn == drawn_by_mupdf("cut_off_streams.pdf")  # the unread inline image: quarantined
 
 
-@pytest.mark.parametrize("name", ["image_paths.pdf", "monthly_report.pdf"])
+@pytest.mark.parametrize("name", ["image_paths.pdf", "small_report"])
 def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
-    name, store, tmp_path, monkeypatch
+    name, store, tmp_path, monkeypatch, request
 ):
     """The planning walk (its own child) finds each page's draws; the decoders build their
     images from those and interpret again only a page that draws an inline image, whose parsed
-    object only a walk hands over. Counted in this process: the plain loop decodes here."""
+    object only a walk hands over. Counted in this process: the plain loop decodes here. On
+    every way a page draws an image, and on the monthly report's kind of pages (in small)."""
     walked: list[int] = []
     real = pdf_pages.page_draws
 
@@ -211,8 +218,8 @@ def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
 
     monkeypatch.setattr(pdf_pages, "page_draws", counted)
     settings = PipelineSettings(tmp_path / "work")
-    manifest = run_report(store, fixture_pdf(name), settings, "inbox", "2026-10", 0,
-                          decode_in_process)  # fmt: skip
+    pdf = request.getfixturevalue(name) if name == "small_report" else fixture_pdf(name)
+    manifest = run_report(store, pdf, settings, "inbox", "2026-10", 0, decode_in_process)
     inline = {child.page for child in manifest.children if child.xref == 0}
     assert sorted(walked) == sorted(inline)
     assert manifest.state == "complete" and manifest.counts.accounted == manifest.counts.expected

@@ -42,9 +42,9 @@ def tick(instance, resources, cursor=None) -> dg.SensorResult:
 
 
 def test_a_decision_from_the_shell_reaches_both_assets_latest_materializations(
-    inbox, instance, resources, tmp_path, clock
+    inbox, instance, resources, tmp_path, clock, small_report
 ):
-    inbox("monthly_report.pdf")
+    inbox(small_report)
     assert ui_materialize(instance, resources).success
     store = LocalStore(tmp_path / "store")
     first = tick(instance, resources)
@@ -69,11 +69,11 @@ def test_a_decision_from_the_shell_reaches_both_assets_latest_materializations(
 
 
 def test_a_launchpad_decision_materializes_the_new_revision_not_an_observation(
-    inbox, instance, resources, tmp_path
+    inbox, instance, resources, tmp_path, small_report
 ):
     from report_pipeline_tests.defs.test_review_job import review
 
-    inbox("monthly_report.pdf")
+    inbox(small_report)
     assert ui_materialize(instance, resources).success
     store = LocalStore(tmp_path / "store")
     item = pending(store, [MONTH])[0]
@@ -82,7 +82,7 @@ def test_a_launchpad_decision_materializes_the_new_revision_not_an_observation(
     _, manifest = latest_archived(store, MONTH)
     shown = latest(instance, report_manifest)
     assert shown["revision"] == manifest.parent_revision != item.revision
-    assert store.exists(shown["manifest_key"]) and shown["report_file"] == "monthly_report.pdf"
+    assert store.exists(shown["manifest_key"]) and shown["report_file"] == "small_report.pdf"
     assert latest(instance, manifest_table)["revision"] == manifest.parent_revision
 
 

@@ -2,6 +2,7 @@
 
 import json
 
+import dagster as dg
 import pytest
 
 from report_pipeline.core.model.store_json import read_manifest
@@ -110,7 +111,10 @@ def test_gate4_worker_removes_its_private_dir_on_failure(tmp_path, inbox, materi
     assert workdirs(tmp_path) == []  # ...and gone after the failure
 
 
-def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materialize):
+def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materialize, monkeypatch):
+    """Retried at once: gate 2 above waits out the policy's backoff between attempts (0.5 s,
+    then 1 s); its three waits here (0.5, 1 and 2 s, with jitter) count nothing more."""
+    monkeypatch.setattr(dg.RetryPolicy, "calculate_delay", lambda self, attempt_num: 0)
     inbox("repeated_image.pdf")
     # the archive step's delete of its task's outcomes
     down = FaultyStoreResource(

@@ -95,15 +95,16 @@ def test_hidden_images_are_accounted_for_unarchived_unless_the_settings_archive_
     assert (meta["archived"], meta["hidden"], meta["state"]) == (18, 0, "complete")
 
 
-def test_one_task_per_page_when_asked(inbox, materialize, tmp_path):
-    inbox("repeated_image.pdf")
+def test_one_task_per_page_when_asked(inbox, materialize, tmp_path, small_report):
+    inbox(small_report)  # 3 pages, the logo on each: each task archives it, one object
     result = materialize(
         settings=PipelineSettingsResource(work_root=str(tmp_path / "w"), pages_per_task=1)
     )
     assert result.success
     keys = sorted(e.step_key for e in events(result, "STEP_SUCCESS", "extract_pages"))
-    assert keys == [f"report_manifest.extract_pages[page_{n:04d}]" for n in range(1, 13)]
-    assert materialization(result)["archived"] == 15
+    assert keys == [f"report_manifest.extract_pages[page_{n:04d}]" for n in range(1, 4)]
+    meta = materialization(result)
+    assert (meta["archived"], meta["quarantined"], meta["distinct_images"]) == (9, 2, 7)
 
 
 SIGNATURES = ("\\xff\\xd8\\xff", "\\x89PNG", "%PDF-", "\xff\xd8\xff", "\x89PNG")

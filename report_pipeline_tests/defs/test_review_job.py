@@ -27,8 +27,10 @@ def review(instance, resources, **decision) -> dg.ExecuteInProcessResult:
     )  # fmt: skip
 
 
-def test_the_job_decides_and_records_the_new_revisions_checks(inbox, instance, resources, tmp_path):
-    inbox("monthly_report.pdf")
+def test_the_job_decides_and_records_the_new_revisions_checks(
+    inbox, instance, resources, tmp_path, small_report
+):
+    inbox(small_report)
     assert ui_materialize(instance, resources).success
     store = LocalStore(tmp_path / "store")
     item = {i.reason: i for i in pending(store, ["2026-10"])}["signature_mismatch"]
@@ -72,9 +74,9 @@ def test_the_job_accepts_a_damaged_page_and_the_months_warning_clears(
 
 
 def test_the_sensor_warns_once_an_item_is_undecided_past_the_deadline(
-    inbox, instance, resources, tmp_path, clock
+    inbox, instance, resources, tmp_path, clock, small_report
 ):
-    inbox("monthly_report.pdf")
+    inbox(small_report)
     assert ui_materialize(instance, resources).success
     later = clock.now + timedelta(days=31)
     sensor_resources = {**resources, "clock": ClockResource(fixed=iso(later))}

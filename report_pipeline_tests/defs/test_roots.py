@@ -54,8 +54,9 @@ def roots(cwd: Path, tmp_path: Path, monkeypatch) -> dict[str, Path]:
 
 
 def drop(inbox: Path) -> None:
+    """3 pages; where the month's report is archived, not what it holds, is the question."""
     (inbox / MONTH).mkdir(parents=True)
-    shutil.copyfile(fixture_pdf("repeated_image.pdf"), inbox / MONTH / "report.pdf")
+    shutil.copyfile(fixture_pdf("no_images.pdf"), inbox / MONTH / "report.pdf")
 
 
 def run(instance, run_config: dict | None = None) -> dg.ExecuteInProcessResult:
@@ -89,7 +90,7 @@ def test_a_run_without_run_config_uses_the_set_roots(roots, cwd, instance):
 def test_a_run_sizing_its_tasks_in_the_launchpad_keeps_the_set_roots(roots, cwd, instance):
     result = run(instance, stage_report_run_config({"pages_per_task": 1}))
     assert_ran_under(result, roots["store"], roots["work"])
-    assert len(result.get_step_success_events()) > 12  # one extract + archive step per page
+    assert len(result.get_step_success_events()) > 2 * 3  # one extract + archive step per page
     assert list(cwd.iterdir()) == []
 
 

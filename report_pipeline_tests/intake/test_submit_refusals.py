@@ -12,11 +12,22 @@ import pymupdf
 import pytest
 
 from report_pipeline.cli import EXIT_DAGSTER, EXIT_ERROR, SUBMIT_CLASSES, main
+from report_pipeline.core.intake import submission
 from report_pipeline_tests.clock import month
 from report_pipeline_tests.conftest import files_under
 from report_pipeline_tests.intake.live import free_port
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def settled_without_waiting(monkeypatch) -> None:
+    """`submit` waits out the inbox's settle period (2 s) for a file changed just now, and a
+    copy's ctime is always now; here the wait passes at once, the file unchanged, as it would
+    after 2 s (test_intake_signals.py waits and refuses a file still being written)."""
+    real = submission.quiet
+    monkeypatch.setattr(submission, "quiet", lambda source, ref, settle_seconds: real(
+        source, ref, settle_seconds, sleep=lambda seconds: None))  # fmt: skip
 
 
 @pytest.fixture
