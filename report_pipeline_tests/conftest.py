@@ -182,10 +182,20 @@ def empty_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def instance(
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dg.DagsterInstance]:
+    """Dagster's in-memory instance (what `dg.materialize` makes when given none), its artifacts
+    in a temporary folder: for runs executed in this process. Half the CPU of a sqlite instance
+    on disk, whose per-run event-log shard is created and written a connection per event."""
+    with dg.DagsterInstance.ephemeral(tempdir=str(tmp_path_factory.mktemp("dagster"))) as memory:
+        yield memory
+
+
+@pytest.fixture
+def persistent_instance(
     empty_instance: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dg.DagsterInstance]:
-    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME."""
+    """A real persistent (sqlite) instance in a temporary DAGSTER_HOME: for runs whose steps
+    execute in other processes, which read and write the same storage."""
     home = tmp_path_factory.mktemp("dagster_home")
     shutil.copytree(empty_instance, home, dirs_exist_ok=True)
     with dg.instance_for_test(temp_dir=str(home)) as test_instance:

@@ -112,8 +112,9 @@ def partial_writes(store_root: Path) -> list[str]:
 
 
 def test_a_full_disk_is_its_own_failure_and_the_run_succeeds_on_reexecution(
-    case, instance, clock, monkeypatch
+    case, persistent_instance, clock, monkeypatch
 ):
+    instance = persistent_instance  # its steps run in their own processes
     root, disk, places, signal_file = case
     month = clock.latest_partition
     (places["inbox"] / month).mkdir(parents=True)
