@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from report_pipeline.core.archive.months import latest_archived
-from report_pipeline.core.checks.month_checks import archive_matches_manifest
+from report_pipeline.core.checks.month_checks import archive_matches_manifest, manifest_complete
 from report_pipeline.core.checks.pages import pages_drawn_whole
 from report_pipeline.core.model import store_json
 from report_pipeline.core.model.clock import iso, utc_now
@@ -402,6 +402,30 @@ def test_a_damaged_page_is_accepted_as_it_is_or_rejected_in_a_new_revision(damag
     assert (event["decision"], event["reason"], event["reviewer"]) == (
         "accepted", "stream_cut_off", "ana.lopez")  # fmt: skip
     assert event["evidence"] == before.pages[0].evidence
+
+
+def test_a_page_nested_too_deep_is_reviewed_like_any_damaged_page(tmp_path, clock):
+    """hostile_walk_deep.pdf (fixtures/_walks.py): pages 1 and 2 nest forms and patterns deeper
+    than the walk follows. Each is queued with its reason and what it drew before, the month is
+    complete and pages_drawn_whole names both until a reviewer accepts them."""
+    store, month = LocalStore(tmp_path / "store"), clock.month(-1)
+    archive(store, tmp_path, "hostile_walk_deep.pdf", month)
+    manifest = current(store, month)
+    assert manifest_complete(manifest).passed
+    pages = {item.page: item for item in pending_pages(store, [month])}
+    assert {page: item.reason for page, item in pages.items()} == {
+        1: "stream_too_deep", 2: "stream_too_deep"}  # fmt: skip
+    assert "nested deeper than 24" in pages[1].detail
+    assert pages[1].drawn == tuple(c.sequence for c in manifest.children if c.page == 1)[:2]
+    whole = pages_drawn_whole(manifest)
+    assert not whole.passed and whole.metadata["damaged_pages"] == "1, 2"
+    assert "page 1 (form/.../form (object 11), 25 deep: it is nested deeper than 24" in (
+        whole.description
+    )
+    for page in (1, 2):
+        decide_page(store, month, page, "accept", "ana.lopez", "as printed", clock.now)
+    assert pages_drawn_whole(current(store, month)).passed
+    assert pending_pages(store, [month]) == []
 
 
 def test_a_whole_page_has_nothing_to_review(monthly, clock):

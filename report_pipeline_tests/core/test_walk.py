@@ -1,6 +1,7 @@
 """The page walk (finding what each page draws) is confined like the decoders, and bounded:
-fan-outs, deep nesting, a pattern painted into too many records and floods of form fields end
-with a reason that names the page, in bounded time (fixtures/_walks.py)."""
+fan-outs, a pattern painted into too many records and floods of form fields end with a reason
+that names the page, in bounded time; nesting deeper than the walk follows damages its page,
+in bounded time too (fixtures/_walks.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,60 @@ def test_a_hostile_walk_is_refused_with_its_reason_and_page_in_bounded_time(name
     assert refused.value.message.startswith("finding the images of page 1 stopped: ")
     assert time.monotonic() - started < 60 and cpu < 60
     assert list(store.list("archive")) == []  # nothing archived for a report it cannot account
+
+
+def test_nesting_deeper_than_the_walk_follows_damages_the_page_not_the_month(store, settings):
+    """hostile_walk_deep.pdf: forms (page 1) and tiling patterns (page 2) nested 30 deep around
+    an image, which MuPDF draws; the walk does not run the 25th. Each page is damaged, says
+    the stream it did not follow and what it drew before (page 1 keeps /B, drawn after); page
+    3 and every image found are archived, and the manifest is complete, in bounded time."""
+    before = os.times()
+    started = time.monotonic()
+    manifest = run_report(store, fixture_pdf("hostile_walk_deep.pdf"), settings, "inbox",
+                          "2026-10")  # fmt: skip
+    cpu = sum(os.times()[:4]) - sum(before[:4])
+    assert time.monotonic() - started < 60 and cpu < 60
+    assert manifest.state == "complete"
+    assert manifest.counts.accounted == manifest.counts.expected == 5
+    assert manifest.counts.archived == 5
+    records = Counter(child.page for child in manifest.children)
+    assert dict(records) == {page: n for page, (_, n, _) in walks.DEEP.items()}
+    rows = {row.page: row for row in manifest.pages}
+    assert {page: (row.state, row.reason) for page, row in rows.items()} == {
+        1: ("damaged", "stream_too_deep"), 2: ("damaged", "stream_too_deep"), 3: ("complete", ""),
+    }  # fmt: skip
+    assert [(row.breaks[0].stream, row.breaks[0].drawn) for row in (rows[1], rows[2])] == [
+        ("form/.../form (object 11), 25 deep", walks.DEEP[1][2]),
+        ("pattern/.../pattern (object 43), 25 deep", walks.DEEP[2][2]),
+    ]  # fmt: skip
+    assert all("nested deeper than 24" in rows[page].breaks[0].what for page in (1, 2))
+    assert all(len(rows[page].evidence) == 64 for page in (1, 2))
+    assert drawn.MAX_NESTING == 24 < walks.DEEP_LEVELS
+
+
+def test_many_pages_nested_too_deep_are_walked_in_bounded_time(tmp_path):
+    """100 pages that each draw forms nested 30 deep, the 24th drawing the 25th 1,000 times:
+    each stream not run is said once per page, and no page stops the walk; one that the page
+    asks for past the walk's runs (drawn.MAX_INVOCATIONS) is counted as a run, so such a page
+    ends the walk at that limit, as a fan-out does, in well under a second."""
+    path = tmp_path / "deep_pages.pdf"
+    path.write_bytes(walks.deep_pages(100, 1_000))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    walked = walk.image_counts(path, 100, DecodeSettings())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert walked.counts == [(0, 0)] * 100
+    assert [(s.broken, [b.reason for b in s.breaks]) for s in walked.streams.values()] == [
+        (1, ["stream_too_deep"])] * 100  # fmt: skip
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 15  # ~3 s
+    assert time.monotonic() - started < 60
+    flood = tmp_path / "deep_flood.pdf"
+    flood.write_bytes(walks.deep_pages(2, drawn.MAX_INVOCATIONS))
+    started = time.monotonic()
+    with pytest.raises(walk.WalkFailed) as failed:
+        walk.image_counts(flood, 2, DecodeSettings())
+    assert failed.value.reason == "walk_limit_exceeded" and time.monotonic() - started < 10
+    assert failed.value.message.startswith("finding the images of page 1 stopped")
 
 
 def test_an_image_free_pattern_painted_30000_times_is_accepted_in_bounded_time(tmp_path):

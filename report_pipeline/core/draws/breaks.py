@@ -14,6 +14,12 @@ font's stream, an inline image's data) say nothing about the page's operators.
 The walk tells `Streams` when each content stream starts and ends running; MuPDF's warnings are
 read at each boundary, so each is charged to the stream that was running. Only a stream that
 drew warnings (or raised) is read again, alone, and judged, after the page's walk.
+
+A stream nested deeper than the walk follows (`drawn.MAX_NESTING`: a form, pattern, soft mask
+or glyph inside 24 others) is not run (`stream_too_deep`): MuPDF's renderer draws deeper (about
+60 forms or patterns deep, where its exception stack runs out and the whole page fails), so what
+it draws is unknown and its page is damaged like one whose stream broke off. The walk goes on
+after it, as after a broken stream; it is said once per stream object on a page.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from report_pipeline.core.draws.operators import cut_off
 from report_pipeline.core.model.records import Break, PageStreams
 
 UNREADABLE, CUT_OFF, UNLOADABLE = "stream_unreadable", "stream_cut_off", "page_unloadable"
+TOO_DEEP = "stream_too_deep"
 _SHORT = ("premature end of", "ignoring zlib error")  # MuPDF went on with what it had
 _FAILED = "read error"  # a filter raised: MuPDF treats the stream as ending there
 MAX_BREAKS = 20  # what broke off, said for the first few streams of a page (all are counted)
@@ -40,6 +47,7 @@ class _Run:
     drawn: int
     said: str
     raised: str
+    found: Break | None = None  # judged when it was met (`too_deep`), not by reading it
 
 
 @dataclass
@@ -52,6 +60,7 @@ class Streams:
     # runs that drew a word (a warning or an error), each one, judged or not: such a run may be
     # broken or repaired, so it stands for no other (`replays`)
     words: int = 0
+    deep: set[int] = field(default_factory=set)  # streams not run for their depth (`too_deep`)
 
     def enter(self) -> None:
         """A stream starts running: what MuPDF said until now belongs to the one around it."""
@@ -70,6 +79,20 @@ class Streams:
         self.seen.add(key)
         if said or raised:
             self.runs.append(_Run(label, streams, drawn, said, raised))
+
+    def too_deep(
+        self, number: int, path: list[str], kind: str, stream: mupdf.PdfObj, drawn: int
+    ) -> None:
+        """`stream` (object `number`, a `kind` inside `path`) was not run, nested deeper than
+        the walk follows: what it draws is unknown. Said once per stream object, at the cost of
+        a set lookup after that; the page had drawn `drawn` images when it was first met."""
+        if number in self.deep:
+            return
+        self.deep.add(number)
+        where = f"{label([path[0], '...', kind], [stream])}, {len(path) + 1} deep"
+        what = (f"it is nested deeper than {len(path)} forms, patterns or glyphs: the walk "
+                "does not follow it, so what it draws is unknown")  # fmt: skip
+        self.runs.append(_Run(where, [stream], drawn, "", "", Break(TOO_DEEP, where, what, drawn)))
 
     def _charge(self) -> None:
         said = pymupdf.TOOLS.mupdf_warnings()  # and forget them
@@ -98,6 +121,8 @@ class Streams:
 
 def judge(run: _Run) -> Break | int:
     """The run's stream broken (a Break), or whole: 1 when MuPDF repaired it, else 0."""
+    if run.found is not None:
+        return run.found
     if run.raised:
         return Break(UNREADABLE, run.label, f"MuPDF stopped interpreting it: {run.raised}",
                      run.drawn)  # fmt: skip

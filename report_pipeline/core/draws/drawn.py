@@ -28,9 +28,12 @@ from report_pipeline.core.draws.visibility import Visibility
 from report_pipeline.core.draws.xobjects import XObjects
 from report_pipeline.core.model.records import PageStreams
 
-MAX_NESTING = 24  # forms inside forms inside patterns ...: deeper is hostile, not a report
+# forms inside forms inside patterns ...: a stream deeper is not run, its page damaged
+# (`breaks.TOO_DEEP`); MuPDF's renderer draws deeper, so this is the walk's bound, not MuPDF's
+MAX_NESTING = 24
 # Streams run for one page (forms and annotations each time they are drawn, a pattern, soft mask
-# or glyph procedure once per state it paints in: `replays`): real pages stay in the hundreds;
+# or glyph procedure once per state it paints in: `replays`; one nested too deep to run counts
+# too): real pages stay in the hundreds;
 # fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
@@ -127,8 +130,9 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             return
         if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return
-        if len(self.path) >= MAX_NESTING:
-            self.stop("too_deep", f"forms, patterns or glyphs nest deeper than {MAX_NESTING}")
+        if len(self.path) >= MAX_NESTING:  # not run: what it draws is unknown (`breaks`);
+            if self.invoke():  # counted as a run, so a page cannot ask for them without bound
+                self.streams.too_deep(number, self.path, kind, stream, len(self.draws))
             return
         if resources is None or not resources.m_internal:
             resources = mupdf.pdf_dict_get(stream, mupdf.PDF_ENUM_NAME_Resources)

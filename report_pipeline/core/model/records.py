@@ -148,9 +148,10 @@ class Metrics:
 
 @dataclass(frozen=True)
 class Break:
-    """A content stream of a page whose operators were cut off (core/draws/breaks.py)."""
+    """A content stream of a page whose operators were cut off, or that was nested too deep to
+    run (core/draws/breaks.py)."""
 
-    reason: str  # stream_unreadable | stream_cut_off | page_unloadable
+    reason: str  # stream_unreadable | stream_cut_off | page_unloadable | stream_too_deep
     stream: str  # which: "page content (object 7)", "form (object 12)", "annotation/form (…)"
     what: str  # what broke off: "its data ends early, inside an inline image", …
     drawn: int  # the page's image draws before it broke off (its first `drawn` records)

@@ -8,9 +8,11 @@ CPU, no descriptors but its socket, no environment), with a wall-clock deadline,
 limits (`drawn.MAX_INVOCATIONS`, `drawn.MAX_NESTING`). The parent reads only JSON from it.
 
 A page whose walk hits a limit ends the walk with a reason that names the page
-(`WalkFailed`): `walk_limit_exceeded`, `too_deep`, `memory_limit`, `walk_timeout` (CPU or wall
-time), `too_many_images`, or `inspection_failed`; staging refuses the report with it. Nothing is
-archived for a report whose pages cannot all be accounted for.
+(`WalkFailed`): `walk_limit_exceeded`, `memory_limit`, `walk_timeout` (CPU or wall time),
+`too_many_images`, or `inspection_failed`; staging refuses the report with it. Nothing is
+archived for a report whose pages cannot all be accounted for. A stream nested deeper than
+`drawn.MAX_NESTING` is not such a limit: it is not run, and its page is damaged
+(`breaks.TOO_DEEP`), accounted for like a page whose stream broke off.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ class PageItem:
     month: str
     revision: str
     page: int
-    reason: str  # the first break's: stream_unreadable | stream_cut_off | page_unloadable
+    # the first break's: stream_unreadable | stream_cut_off | page_unloadable | stream_too_deep
+    reason: str
     detail: str  # what broke off, stream by stream
     broken_streams: int
     drawn: tuple[int, ...]  # the sequences of the images the page drew before it broke off

@@ -50,10 +50,10 @@ CHECKS = {
         "(default 30). Re-evaluated daily by quarantine_review_sensor and after each decision."),
     "pages_drawn_whole": (WARN, False,
         "Every page of the month was drawn whole, or a reviewer accepted it as it is. WARN names "
-        "each damaged page (a content stream broke off: what it would have drawn after the break "
-        "is unknown; the page is accounted for by its own row, so manifest_complete passes): "
-        "undecided, or rejected with the reviewer's note (report-pipeline quarantine decide "
-        "--page)."),
+        "each damaged page (a content stream broke off, or nested too deep to follow: what it "
+        "would have drawn after the break is unknown; the page is accounted for by its own row, "
+        "so manifest_complete passes): undecided, or rejected with the reviewer's note "
+        "(report-pipeline quarantine decide --page)."),
 }  # fmt: skip
 OVERDUE_CHECK = "report_archived_on_time"
 
