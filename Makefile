@@ -48,8 +48,9 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE= TMPDIR=$(TEST_TMPDIR)
 unit: setup  ## pure logic tests only (no fork, no Dagster run), in under 30 s, while editing
 	REPORT_PIPELINE_TEST_TIER=unit $(TEST_ENV) $(UV) run pytest -q -p no:cacheprovider -m "not live and not slow"
 
-# The quick tier: no test that starts a live server, on every core.
-QUICK := -q -p no:cacheprovider -m "not live" -n auto
+# The quick tier: no test that starts a live server, on every core; a worker that runs out of
+# tests takes some of another's (worksteal), so one slow file does not end the tier alone.
+QUICK := -q -p no:cacheprovider -m "not live" -n auto --dist worksteal
 # `make check PYTHON=3.13`: the quick tier on another Python (3.11 to 3.13), in .venv-3.13 from
 # the same lock; the interpreter from pyenv when it has one, else python3.13 on PATH.
 check:  ## lint and every test that needs no live server, in under 2 minutes
