@@ -5,6 +5,9 @@ that fails: "zlib error", "read error") or interpreting it, gave up on it after 
 errors, or its content ends inside an operator, a string or an inline image
 (`operators.cut_off`). What it would have drawn after the break is unknown.
 
+A part of a page's /Contents that is no stream (a dictionary, null, a missing object), or a
+/Contents that is none, is no broken stream: MuPDF skips it and draws the rest.
+
 A stream whose data ends early or fails its checksum (a Flate stream cut after its last
 operator, or without its adler32: MuPDF says "premature end of data" or "ignoring zlib error"
 and goes on) is whole when its operators parse to the end: MuPDF draws all of it. Its page
@@ -129,7 +132,10 @@ def judge(run: _Run) -> Break | int:
     if "ignoring rest of" in run.said:
         return Break(UNREADABLE, run.label, "MuPDF gave up on it after too many syntax errors",
                      run.drawn)  # fmt: skip
-    read = [_read(stream) for stream in run.streams]
+    # a part that is no stream (a dictionary, a number, null, a missing object, an array) MuPDF
+    # skips ("cannot load content stream part"), as it runs a /Contents that is none as empty:
+    # nothing of it is lost
+    read = [_read(stream) for stream in run.streams if mupdf.pdf_is_stream(stream)]
     for _, ended in read:
         if ended not in ("", "short"):
             return Break(UNREADABLE, run.label, f"MuPDF could not read it to its end ({ended})",

@@ -84,9 +84,9 @@ def open_pdf(path: Path) -> pymupdf.Document:
 def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The filters MuPDF decodes a stream with, and each one's /DecodeParms as text: read from
     the resolved object as MuPDF reads it (/Filter or its abbreviation /F, /DecodeParms or /DP,
-    a name or an array, indirect at any level), names canonical (/DCT is DCTDecode). An
-    Identity /Crypt filter, which changes nothing, is left out. So every spelling of a chain
-    meets the same caps."""
+    a name or an array, indirect at any level), names canonical (/DCT is DCTDecode). A /Crypt
+    filter that changes nothing (Identity, or any in a document that is not encrypted) is left
+    out. So every spelling of a chain meets the same caps."""
     obj = mupdf.pdf_load_object(mupdf.pdf_document_from_fz_document(doc.this), xref)
     chain = mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_Filter, mupdf.PDF_ENUM_NAME_F)
     filters = _items(chain)
@@ -97,8 +97,12 @@ def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tup
     parms = [] if lone else _items(given)
     names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
     texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
+    # MuPDF passes a /Crypt filter through in a document that is not encrypted, whatever it names
+    plain = doc.xref_get_key(-1, "Encrypt")[0] == "null"
     chain = [
-        (n, t) for n, t in zip(names, texts, strict=True) if not (n == "Crypt" and _identity(t))
+        (n, t)
+        for n, t in zip(names, texts, strict=True)
+        if not (n == "Crypt" and (plain or _identity(t)))
     ]
     return tuple(n for n, _ in chain), tuple(t for _, t in chain)
 

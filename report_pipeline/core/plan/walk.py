@@ -221,7 +221,12 @@ def _unread_inline_images(doc, number: int, refs: list) -> tuple[int, int]:
     `truncated`; any other has its whole BI … ID … EI, and MuPDF did not read it: it could not
     load it (a colour space, filter or parameter it does not know: an inline /CalRGB, which
     needs a dictionary) and went on, or it stopped reading the content before it."""
-    content = doc[number - 1].read_contents()
+    page = mupdf.pdf_lookup_page_obj(mupdf.pdf_document_from_fz_document(doc.this), number - 1)
+    contents = mupdf.pdf_dict_get(page, mupdf.PDF_ENUM_NAME_Contents)
+    # a /Contents that is neither a stream nor an array MuPDF runs as empty (an array's parts
+    # that are no stream, read_contents skips as MuPDF does)
+    runs = mupdf.pdf_is_stream(contents) or mupdf.pdf_is_array(contents)
+    content = doc[number - 1].read_contents() if runs else b""
     begun = len(_INLINE.findall(content))
     read = sum(ref.origin == "inline" for ref in refs)
     unread = max(0, begun - read)

@@ -37,6 +37,9 @@ _PLAIN_SPACES = {("L", "/DeviceGray"), ("RGB", "/DeviceRGB")}
 _ALLOCATION_FAILED = re.compile(
     r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory|insufficient memory", re.I
 )
+# the sample depths MuPDF unpacks (none given, 0 and one that is not an integer read as 8); a
+# stencil mask is 1 bit whatever it says, a JPX codestream states its own
+_DEPTHS = {-1, 0, 1, 2, 4, 8, 16}
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -218,8 +221,8 @@ def _short(warnings: str) -> bool:
 def _explained(
     doc: pymupdf.Document, xref: int, ref: ImageRef | None, fallback: Quarantined, said: str
 ) -> Quarantined:
-    """`fallback`, or the reason the image's JPEG, or its bilevel codec and what it declares,
-    gives for MuPDF's failure (shortfall.py)."""
+    """`fallback`, or the reason the image's sample depth, its JPEG, or its bilevel codec and
+    what it declares, gives for MuPDF's failure (shortfall.py)."""
     if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
         kind = inline.declared_type(ref)
         if kind == "ccittfax":
@@ -229,9 +232,14 @@ def _explained(
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
+    stencil = image_entry(doc, xref, "ImageMask")[1] == "true"
+    bpc = declared_int(doc, xref, "BitsPerComponent")[0]
+    if not stencil and filters[-1:] != ("JPXDecode",) and bpc not in _DEPTHS:
+        return Quarantined(
+            "unsupported_precision",
+            f"/BitsPerComponent {bpc}: MuPDF decodes samples of 1, 2, 4, 8 or 16 bits only",
+        )
     if filters and filters[-1] in shortfall.BILEVEL:
-        stencil = image_entry(doc, xref, "ImageMask")[1] == "true"
-        bpc = declared_int(doc, xref, "BitsPerComponent")[0]
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
         )
