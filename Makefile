@@ -90,7 +90,7 @@ lint: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm, cold and with S3 latency), janitor scaling, sensor ticks, backfill throughput
+bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Postgres + S3, warm, cold and with S3 latency), janitor scaling, sensor ticks, backfill throughput, a UI launch's click to Success
 	$(UV) run python -m bench.run
 	$(UV) run python -m bench.production
 	$(UV) run python -m bench.s3_latency
@@ -99,3 +99,4 @@ bench: setup fixtures/pdfs/monthly_report.pdf  ## pipeline ratios (embedded; Pos
 	$(UV) run python -m bench.janitor
 	$(UV) run python -m bench.intake_sensor
 	$(UV) run python -m bench.backfill --months 12
+	$(UV) run python -m bench.ui_launch
