@@ -23,6 +23,7 @@ SMALLEST = {  # module -> its arguments at the smallest size (then `--out <folde
     "bench.run_worker": ["--report", SMALL_PDF, "--rounds", "1"],
     "bench.janitor": ["--repeat", "1", "--scale", "0.01"],
     "bench.intake_sensor": ["--reports", "50", "--repeat", "1"],
+    "bench.ui_launch": ["--report", SMALL_PDF, "--rounds", "1"],  # `dagster dev`: a warm-up + 1
 }
 ELSEWHERE = {"bench.backfill": "test_backfill.py"}
 WRITES_NO_RECORD = {"bench.intake_sensor"}
