@@ -19,7 +19,7 @@ from fixtures._paints import PAINT_PAGES
 from fixtures._pattern_cells import pattern_cells
 from fixtures._verify_draws import mupdf_draws
 from report_pipeline.core.model.settings import DecodeSettings
-from report_pipeline.core.pdf.pages import page_images
+from report_pipeline.core.pdf.pages import TooManyImages, page_images
 from report_pipeline.core.plan import walk
 from report_pipeline_tests.conftest import fixture_pdf
 
@@ -84,6 +84,31 @@ def test_a_paint_whose_cell_mupdf_does_not_run_is_no_record(content, drawn, tmp_
         doc.save(tmp_path / "page.pdf")
     with pymupdf.open(tmp_path / "page.pdf") as doc:
         assert len(page_images(doc, 1)) == mupdf_draws(doc[0]) == drawn
+
+
+def test_a_blending_pattern_runs_its_cell_per_cell_at_the_cost_of_its_records(tmp_path):
+    """A pattern that uses blending (page 23's `/PB`) is never a tile: MuPDF runs its cell once
+    per cell the area touches, however many. Over 10^10 cells, a cell that draws nothing costs
+    one run and a replay, and one that draws an image stops at the page's cap, not after 10^10
+    replays."""
+    huge = b"/Pattern cs /PB scn 0 0 1000000 1000000 re f"
+    with pymupdf.open(fixture_pdf(NAME)) as doc:
+        pattern = doc.xref_get_key(doc[22].xref, "Resources/Pattern/PB")[1].split()[0]
+        wide = b"/Pattern cs /PB scn 0 0 30 1 re f"
+        for content, name in ((huge, "image.pdf"), (wide, "wide.pdf")):
+            doc.update_stream(doc[0].get_contents()[0], content)
+            doc.save(tmp_path / name)
+        doc.update_stream(int(pattern), b"0 0 1 1 re f")  # the same pattern, drawing no image
+        doc.update_stream(doc[0].get_contents()[0], huge)
+        doc.save(tmp_path / "empty.pdf")
+    started = time.process_time()
+    with pymupdf.open(tmp_path / "empty.pdf") as doc:
+        assert page_images(doc, 1) == []
+    with pymupdf.open(tmp_path / "wide.pdf") as doc:  # 3 cells wide, one high: 3, not a tile
+        assert len(page_images(doc, 1)) == mupdf_draws(doc[0]) == 3
+    with pymupdf.open(tmp_path / "image.pdf") as doc, pytest.raises(TooManyImages):
+        page_images(doc, 1)
+    assert time.process_time() - started < 10
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -1,12 +1,13 @@
 import io
 import zlib
 
+import pymupdf
 import pytest
 from PIL import Image
 
 from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.pdf.pages import ImageRef
-from report_pipeline.core.validate import validation
+from report_pipeline.core.validate import per_image, validation
 from report_pipeline.core.validate.validation import Quarantined
 
 
@@ -80,3 +81,22 @@ def test_expected_flate_bytes_counts_png_predictor_tag_bytes():
     assert validation.expected_flate_bytes(ref(width=10, height=2), 3, 1) == 60
     assert validation.expected_flate_bytes(ref(width=10, height=2), 3, 15) == 62
     assert validation.expected_flate_bytes(ref(width=9, height=1, bpc=1), 1, 1) == 2
+
+
+def test_an_image_mupdf_cannot_decode_is_undecodable_saying_what_mupdf_said():
+    """The quarantine's detail is MuPDF's own message, not the kind of exception it raised
+    ('FzErrorSyntax'), so a reviewer reads why: a JPX stream whose signature box is followed
+    by zeros (PyMuPDF's test_2904.pdf holds one MuPDF, poppler and OpenJPEG all fail on)."""
+    doc = pymupdf.open()
+    doc.new_page()
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<</Type/XObject/Subtype/Image/Width 4/Height 4"
+                            "/ColorSpace/DeviceGray/BitsPerComponent 8>>")  # fmt: skip
+    doc.update_stream(xref, b"\x00\x00\x00\x0cjP  \r\n\x87\n" + bytes(40), compress=False)
+    doc.xref_set_key(xref, "Filter", "/JPXDecode")  # after the data: update_stream drops it
+    with pytest.raises(Quarantined) as failed:
+        per_image._mupdf_decode(doc, xref)
+    assert (failed.value.reason, failed.value.detail) == (
+        "undecodable", "MuPDF could not decode it: Failed to read JPX header",
+    )  # fmt: skip
+    assert per_image.said(RuntimeError()) == "RuntimeError"  # it said nothing: its kind

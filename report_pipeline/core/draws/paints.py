@@ -5,7 +5,10 @@ MuPDF runs a tiling pattern's content when a fill or stroke paints with it (a pa
 of a text object as they are flushed, a stencil image mask), not when `scn` selects it: once
 for an area that spans a step of the pattern or more, else once per cell the area touches, 0
 times for an area that lies on a cell boundary (a zero-area path, or a pattern whose matrix
-cannot be inverted, whose cells start on the pattern space's origin: `tiles`). Where the area
+cannot be inverted, whose cells start on the pattern space's origin: `tiles`); a pattern that
+uses blending (MuPDF's pdf_pattern_uses_blending) once per cell the area touches, however
+many: after a run that drew nothing, or once the page's cap is reached, the rest are not
+replayed. Where the area
 is known (a path filled or stroked, a stencil mask: the walk follows the transformation matrix,
 the line width, join and miter limit, and the path), a paint counts as many times as MuPDF
 runs the cell: 0, 1, 2 or 4; where it is not (text, a Type3 glyph's content, a stroke inside a
@@ -138,7 +141,10 @@ class Paints:
                 if uncolored:  # drawn in the colour of the paint: neither material is a pattern
                     inner = replace(inner, fill=None, stroke=None)
                 for _ in range(1 if runs is None else runs):  # replays after the first
+                    before = len(self.draws)
                     self.run("pattern", obj, resources, inner, tuple(font))
+                    if len(self.draws) == before or self.overflow or self.stopped:
+                        break  # every later run draws what this one drew: nothing more
 
     def _runs(self, pattern: mupdf.PdfObj, base: Matrix | None, shape) -> tuple:
         """How many times MuPDF runs `pattern`'s cell for `shape` (`tiles.cells`; None: not
@@ -154,12 +160,23 @@ class Paints:
             area = None
             if shape is not None and shape is not TEXT:
                 area = tiles.path_box(*shape[1:]) if shape[0] == "path" else shape[1]
-            runs = None if shape is TEXT else tiles.cells(matrix, box, xstep, ystep, base, area)
+            runs = None if shape is TEXT else tiles.cells(matrix, box, xstep, ystep, base, area,
+                                                          self._blending(pattern))  # fmt: skip
             found = (runs, tiles.concat(matrix, base), pattern)  # kept: its address is its key
             if len(self.counted) >= _COUNTED:
                 self.counted.clear()
             self.counted[key] = found
         return found[:2]
+
+    @staticmethod
+    def _blending(pattern: mupdf.PdfObj) -> bool:
+        """Whether the pattern uses blending, as MuPDF's pdf_load_pattern tells it (its
+        pdf_pattern_uses_blending): then MuPDF never runs its cell as a tile, but once per cell
+        the area touches; False when MuPDF cannot read its resources."""
+        try:
+            return bool(mupdf.ll_pdf_pattern_uses_blending(pattern.m_internal, None))
+        except mupdf.FzErrorBase:
+            return False
 
     def _pattern_geometry(self, pattern: mupdf.PdfObj) -> tuple[Matrix, Rect, float, float]:
         """The pattern's matrix, box and steps, as MuPDF reads them (pdf_load_pattern)."""

@@ -6,8 +6,14 @@ transform of the stream that selected it), and counts the cells it covers in ste
 /XStep and /YStep from the pattern's /BBox. When the area spans more than one step in either
 direction the cell is run once, as a tile; otherwise once per cell it touches, with a
 tolerance of 0.001 of a step: 0 for an area that is a point or a line on a cell boundary, 1, 2
-or 4 for a small area across boundaries. A pattern matrix that cannot be inverted maps every
-area to the pattern space's origin, so the count then depends only on where /BBox starts.
+or 4 for a small area across boundaries. A pattern that uses blending is never a tile: MuPDF
+runs its cell once per cell the area touches, however many (`blending`: MuPDF's own
+pdf_pattern_uses_blending, true when the pattern's resources hold a blend mode other than
+/Normal, a transparency group or an image with an /SMask, directly or in what they use); for a
+path with no segment, whose box is empty (every cell from one end of MuPDF's integer range to
+the other), the count is unknown. A
+pattern matrix that cannot be inverted maps every area to the pattern space's origin, so the
+count then depends only on where /BBox starts.
 
 MuPDF computes in single precision, and so does this, operation by operation (its matrix
 products, point and rectangle transforms, the inverse it computes in double, the steps): so
@@ -141,14 +147,18 @@ _BUILD = {
 
 
 def cells(
-    matrix: Matrix, bbox: Rect, xstep: float, ystep: float, base: Matrix, area: Rect | None
-) -> int | None:
+    matrix: Matrix, bbox: Rect, xstep: float, ystep: float, base: Matrix, area: Rect | None,
+    blending: bool = False,
+) -> int | None:  # fmt: skip
     """How many times MuPDF runs the pattern's cell to paint `area` (a device-space box, EMPTY,
     or None when unknown but finite), for a pattern of `matrix`, `bbox` and steps selected in a
-    stream whose base transform is `base`; None when it cannot be told."""
+    stream whose base transform is `base` (`blending`: the pattern uses blending, so it is
+    never run as a tile); None when it cannot be told."""
     values = (*matrix, *bbox, xstep, ystep, *base)
     if not all(map(math.isfinite, values)) or not xstep or not ystep:
         return None
+    if blending and area == EMPTY:
+        return None  # a path with no segment: MuPDF would run the cell ~10^18 times
     inverse = invert(concat(matrix, base))
     if inverse == _ZERO:
         area = (0.0, 0.0, 0.0, 0.0)  # every finite area maps to the origin
@@ -159,14 +169,14 @@ def cells(
     fy0, fy1 = sorted((f32(f32(local[1] - bbox[1]) / ystep), f32(f32(local[3] - bbox[1]) / ystep)))
     if not all(map(math.isfinite, (fx0, fx1, fy0, fy1))):
         return None
-    if f32(fx1 - fx0) > 1 or f32(fy1 - fy0) > 1:
+    if not blending and (f32(fx1 - fx0) > 1 or f32(fy1 - fy0) > 1):
         return 1  # a tile: the cell runs once
     across, down = _across(fx0, fx1), _across(fy0, fy1)
     return None if across is None or down is None else across * down
 
 
 def _across(f0: float, f1: float) -> int | None:
-    """The cells from `f0` to `f1` (in steps, at most one apart) as MuPDF counts them."""
+    """The cells from `f0` to `f1` (in steps) as MuPDF counts them."""
     first, last = math.floor(f32(f0 + _TOLERANCE)), math.ceil(f32(f1 - _TOLERANCE))
     if max(abs(first), abs(last)) > _INT_RANGE:
         return None  # past MuPDF's int: what it does is undefined

@@ -149,9 +149,7 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
     except Exception as exc:  # MuPDF reports bad streams with several exception types
         if _ALLOCATION_FAILED.search(str(exc)):
             raise MemoryError("MuPDF could not allocate the image's mask") from None
-        raise Quarantined(
-            "undecodable", f"MuPDF could not decode its /Mask: {type(exc).__name__}"
-        ) from None
+        raise Quarantined("undecodable", f"MuPDF could not decode its /Mask: {said(exc)}") from None
     if _short(pymupdf.TOOLS.mupdf_warnings()):
         raise Quarantined("truncated", "MuPDF had to pad the image's short /Mask stream")
     return Image.frombytes("L", (pix.width, pix.height), bytes(pix.samples)[pix.n - 1 :: pix.n])
@@ -201,13 +199,20 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
     except Exception as exc:  # MuPDF reports bad streams with several exception types
         if _ALLOCATION_FAILED.search(str(exc)):  # its malloc under the decoder's RLIMIT_AS
             raise MemoryError("MuPDF could not allocate the image") from None
-        failed = Quarantined("undecodable", f"MuPDF could not decode: {type(exc).__name__}")
+        failed = Quarantined("undecodable", f"MuPDF could not decode it: {said(exc)}")
         raise _explained(doc, xref, ref, failed, "") from None
     warnings = pymupdf.TOOLS.mupdf_warnings()
     if _short(warnings):
         padded = Quarantined("truncated", "MuPDF had to pad a short image stream")
         raise _explained(doc, xref, ref, padded, warnings)
     return image
+
+
+def said(exc: Exception) -> str:
+    """What MuPDF said when it raised ("Failed to read JPX header", without its error code),
+    or the exception's kind when it said nothing."""
+    message = re.sub(r"^code=\d+: ", "", str(exc)).strip()
+    return message[:200] or type(exc).__name__
 
 
 def _short(warnings: str) -> bool:
