@@ -100,3 +100,39 @@ def test_an_image_mupdf_cannot_decode_is_undecodable_saying_what_mupdf_said():
         "undecodable", "MuPDF could not decode it: Failed to read JPX header",
     )  # fmt: skip
     assert per_image.said(RuntimeError()) == "RuntimeError"  # it said nothing: its kind
+
+
+def flate_image(rows: bytes, width: int, height: int, parms: str) -> tuple[pymupdf.Document, int]:
+    """A gray 8-bit image XObject of `rows` (PNG-predicted, Flate-compressed) with `parms`."""
+    doc = pymupdf.open()
+    doc.new_page()
+    xref = doc.get_new_xref()
+    doc.update_object(xref, f"<</Type/XObject/Subtype/Image/Width {width}/Height {height}"
+                            "/ColorSpace/DeviceGray/BitsPerComponent 8>>")  # fmt: skip
+    doc.update_stream(xref, zlib.compress(rows), compress=False)
+    doc.xref_set_key(xref, "Filter", "/FlateDecode")  # after the data: update_stream drops it
+    doc.xref_set_key(xref, "DecodeParms", parms)
+    return doc, xref
+
+
+@pytest.mark.parametrize(
+    ("height", "parms", "reason", "detail"),
+    [  # rows written for 8 columns; /Columns 4 makes MuPDF's rows half as long
+        (4, "<</Predictor 12/Columns 4>>", "undecodable",
+         "its predictor's rows (/Colors 1 /BitsPerComponent 8 /Columns 4) hold 4 bytes, the "
+         "image's 8: its parameters disagree"),
+        (6, "<</Predictor 12/Columns 8>>", "truncated",  # 4 of 6 rows: it really ends early
+         "MuPDF had to pad a short image stream"),
+    ],
+)  # fmt: skip
+def test_a_predictor_whose_rows_are_shorter_than_the_images_is_no_truncation(
+    height, parms, reason, detail
+):
+    """A complete stream whose /DecodeParms describe shorter rows than the image's leaves
+    MuPDF short of samples (it pads): that is a disagreement of parameters, not a stream that
+    ended early, and says so; a stream that does end early stays `truncated`."""
+    rows = b"".join(b"\x00" + bytes(range(y * 8, y * 8 + 8)) for y in range(4))
+    doc, xref = flate_image(rows, 8, height, parms)
+    with pytest.raises(Quarantined) as failed:
+        per_image._mupdf_decode(doc, xref)
+    assert (failed.value.reason, failed.value.detail) == (reason, detail)

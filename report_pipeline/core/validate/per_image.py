@@ -249,6 +249,10 @@ def _explained(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
         )
         return shortfall.malformed(fallback, said) if filters[-1] == "CCITTFaxDecode" else fallback
+    if filters[-1:] in (("FlateDecode",), ("LZWDecode",)):
+        width = declared_int(doc, xref, "Width")[0]
+        depth = bpc if bpc > 0 else 8  # none given, or 0: MuPDF reads 8
+        return shortfall.predictor_rows(fallback, parms[-1], components_of(doc, xref), depth, width)
     if not filters or filters[-1] != "DCTDecode":
         return fallback
     raw = doc.xref_stream_raw(xref)  # within the stream cap: checked before the decode

@@ -14,6 +14,9 @@ a component) leaves MuPDF short of samples however complete the stream is:
 `colorspace_mismatch` (`bilevel`). A fax stream MuPDF's decoder calls malformed before it pads
 ("format error: overflow in 2d faxd": G3 data declared /K 4, or G4 data declared
 /EncodedByteAlign) did not end early either: `undecodable`, with what MuPDF said (`malformed`).
+A Flate or LZW stream whose predictor's rows (its /DecodeParms' /Colors, /BitsPerComponent and
+/Columns) are shorter than the image's leaves MuPDF short of samples however complete it is:
+`undecodable`, naming both row sizes (`predictor_rows`).
 Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 
 from report_pipeline.core.validate import codestream
+from report_pipeline.core.validate.predictor import KEYS, PNG, TIFF
+from report_pipeline.core.validate.prefix import parm
 from report_pipeline.core.validate.quarantine import Quarantined
 
 _LIBJPEG_SAID = re.compile(r"jpeg error: ([^\n]{1,120})")
@@ -90,3 +95,26 @@ def malformed(fallback: Quarantined, said: str) -> Quarantined:
         if line.lower().startswith("format error"):
             return Quarantined("undecodable", f"MuPDF could not decode it: {line.strip()[:200]}")
     return fallback
+
+
+def predictor_rows(
+    fallback: Quarantined, parms: str, components: int | None, bpc: int, width: int
+) -> Quarantined:
+    """`undecodable` for an image MuPDF padded whose Flate/LZW predictor (`parms`, the last
+    filter's /DecodeParms) makes rows shorter than the image's `width` pixels of `components`
+    components of `bpc` bits: its rows come out short, so the samples do, whether or not the
+    stream ends early. Else `fallback`."""
+    predictor = parm(parms, "Predictor", 1)
+    if fallback.reason != "truncated" or (predictor != TIFF and predictor not in PNG):
+        return fallback
+    if not components or bpc < 1 or width < 1:
+        return fallback
+    colors, depth, columns = (parm(parms, key, default) for key, default in KEYS[1:])
+    theirs, ours = (colors * depth * columns + 7) // 8, (components * bpc * width + 7) // 8
+    if theirs >= ours:
+        return fallback
+    return Quarantined(
+        "undecodable",
+        f"its predictor's rows (/Colors {colors} /BitsPerComponent {depth} /Columns {columns}) "
+        f"hold {theirs} bytes, the image's {ours}: its parameters disagree",
+    )
