@@ -64,14 +64,21 @@ def plain_seconds(
     return [s["wall_s"] for s in samples], [s["cpu_s"] for s in samples], samples[0]["counts"]
 
 
-def local_backfill(root: Path, args: argparse.Namespace, months: list[str], counts: dict) -> dict:
+def embedded_home(root: Path, instance: Path) -> tuple[Path, dict[str, str]]:
+    """A DAGSTER_HOME under `root` holding `instance` (a dagster.yaml), an empty inbox, and the
+    environment `dagster dev` runs in there: (the home, the environment)."""
     home = root / "home"
     home.mkdir()
-    shutil.copyfile(args.instance, home / "dagster.yaml")
+    shutil.copyfile(instance, home / "dagster.yaml")
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update({"DAGSTER_HOME": str(home), **{f"REPORT_PIPELINE_{name.upper()}": str(root / name)
                                               for name in ("inbox", "store", "work")}})  # fmt: skip
     (root / "inbox").mkdir()
+    return home, env
+
+
+def local_backfill(root: Path, args: argparse.Namespace, months: list[str], counts: dict) -> dict:
+    home, env = embedded_home(root, args.instance)
     with dagster_dev(root, env) as live:
         live.stop_sensor("new_report_sensor")  # before the reports arrive
         for month in months:

@@ -188,14 +188,24 @@ def _stop(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
-def check_manifests(store: Store, months: list[str], counts: dict) -> None:
+def month_counts(store: Store, months: list[str]) -> list[dict]:
+    """Each month's counts, from its one manifest (more or fewer, or unreadable: BenchError)."""
+    found = []
     for month in months:
         keys = [o.key for o in store.list(f"archive/inbox-{month}/")
                 if o.key.endswith("/manifest.json")]  # fmt: skip
         if len(keys) != 1:
             raise BenchError(f"{month}: {len(keys)} manifests, expected 1")
         manifest = read_manifest(store, keys[0])
-        if manifest is None or asdict(manifest.counts) != counts:
+        if manifest is None:
+            raise BenchError(f"{month}: unreadable manifest")
+        found.append(asdict(manifest.counts))
+    return found
+
+
+def check_manifests(store: Store, months: list[str], counts: dict) -> None:
+    for month, found in zip(months, month_counts(store, months), strict=True):
+        if found != counts:
             raise BenchError(f"{month}: manifest counts differ from the plain loop's")
 
 

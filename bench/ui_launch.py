@@ -38,7 +38,6 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -46,10 +45,9 @@ from typing import Any
 import dagster as dg
 
 from bench import common
-from bench.backfill import CLEARED, EMBEDDED, FIXTURE, keep_logs, month_names
-from bench.backfill_live import REPOSITORY, Live, dagster_dev, wait
+from bench.backfill import EMBEDDED, FIXTURE, embedded_home, keep_logs, month_names
+from bench.backfill_live import REPOSITORY, Live, dagster_dev, month_counts, wait
 from bench.common import ROOT, BenchError
-from report_pipeline.core.model.store_json import read_manifest
 from report_pipeline.core.storage.local_store import LocalStore
 
 GOAL_S = 5.0
@@ -181,29 +179,14 @@ def segments(round_: dict[str, Any]) -> dict[str, float]:
 
 def check_manifests(store: LocalStore, months: list[str]) -> dict:
     """Exactly one manifest per month, all with the same counts: the counts."""
-    counts = []
-    for month in months:
-        keys = [o.key for o in store.list(f"archive/inbox-{month}/")
-                if o.key.endswith("/manifest.json")]  # fmt: skip
-        if len(keys) != 1:
-            raise BenchError(f"{month}: {len(keys)} manifests, expected 1")
-        manifest = read_manifest(store, keys[0])
-        if manifest is None:
-            raise BenchError(f"{month}: unreadable manifest")
-        counts.append(manifest.counts)
+    counts = month_counts(store, months)
     if any(c != counts[0] for c in counts):
         raise BenchError(f"the months' manifest counts differ: {counts}")
-    return asdict(counts[0])
+    return counts[0]
 
 
 def measure(root: Path, args: argparse.Namespace, log) -> list[dict[str, Any]]:
-    home = root / "home"
-    home.mkdir()
-    shutil.copyfile(args.instance, home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    env.update({"DAGSTER_HOME": str(home), **{f"REPORT_PIPELINE_{name.upper()}": str(root / name)
-                                              for name in ("inbox", "store", "work")}})  # fmt: skip
-    (root / "inbox").mkdir()
+    home, env = embedded_home(root, args.instance)
     months = month_names(args.rounds + 1)  # the first: the warm-up round
     rounds = []
     with dagster_dev(root, env) as live, dg.DagsterInstance.from_config(str(home)) as instance:
