@@ -7,16 +7,26 @@ begins, and the proxy holds those bytes `delay` seconds before passing them on. 
 a real bucket adds per request (and per `Expect: 100-continue`, which waits a round trip too).
 The proxy logs every round trip: when it began and when its answer last moved, so a benchmark
 can count how many ran one after another (`waves`). It only delays; it never changes a byte.
+
+`latency_proxy()` runs it in a process of its own, as moto's server runs: its threads copy every
+byte of every request, and inside the measured process they would take turns with the run's
+threads for the interpreter lock, a cost a real network never puts on the client.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]  # the checkout: `-m devstack...` runs from it
 
 
 @dataclass
@@ -117,10 +127,64 @@ def waves(trips: list[Trip]) -> int:
     return count
 
 
+class ProxyProcess:
+    """A `LatencyProxy` in a child process (`python -m devstack.latency_proxy PORT DELAY`),
+    driven over its stdin and stdout: the same `endpoint` and `take_trips` (time.monotonic is
+    the machine's clock, the same in both processes)."""
+
+    def __init__(self, target_port: int, delay: float) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "devstack.latency_proxy", str(target_port), repr(delay)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=_ROOT,
+        )  # fmt: skip
+        line = self._process.stdout.readline() if self._process.stdout else ""
+        if not line.strip().isdigit():
+            self.stop()
+            raise RuntimeError(f"the latency proxy did not start: {line.strip()!r}")
+        self.port = int(line)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def take_trips(self) -> list[Trip]:
+        assert self._process.stdin and self._process.stdout
+        self._process.stdin.write("take\n")
+        self._process.stdin.flush()
+        return [Trip(*fields) for fields in json.loads(self._process.stdout.readline())]
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._process.stdin:
+                self._process.stdin.close()  # end of input: the child stops
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout:
+            self._process.stdout.close()
+
+
+def main(argv: list[str]) -> None:
+    """The child's side: the proxy's port on stdout, then one JSON line of trips per `take`."""
+    proxy = LatencyProxy(int(argv[0]), float(argv[1])).start()
+    print(proxy.port, flush=True)
+    for command in sys.stdin:
+        if command.strip() == "take":
+            trips = [(t.started, t.ended, t.first_line) for t in proxy.take_trips()]
+            print(json.dumps(trips), flush=True)
+    proxy.stop()
+
+
 @contextlib.contextmanager
-def latency_proxy(target_port: int, delay: float) -> Iterator[LatencyProxy]:
-    proxy = LatencyProxy(target_port, delay).start()
+def latency_proxy(target_port: int, delay: float) -> Iterator[ProxyProcess]:
+    proxy = ProxyProcess(target_port, delay)
     try:
         yield proxy
     finally:
         proxy.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
