@@ -86,12 +86,18 @@ def stage(
         staged = StagedReport(
             ref, checked.pages, found.size, superseded, False, checked.facts, used
         )
-        if current_for(store, ref) is not None or complete_manifest(store, ref) is not None:
+        held = together(  # one wait on S3; either answer means nothing is extracted again
+            store, lambda: current_for(store, ref), lambda: complete_manifest(store, ref)
+        )
+        if any(found is not None for found in held):
             return replace(staged, reused=True), []  # the month holds it (publish says how)
         walked = _image_counts(found.path, checked.pages, settings)
         mark_work(store, ref, settings)
-        store.put_file(ref.staged_key, found.path)
-    write_draws(store, ref, walked.draws)  # before the plan: a task never misses its draws
+        together(  # side by side on S3, both before the plan: a task never misses its draws
+            store,
+            lambda: store.put_file(ref.staged_key, found.path),
+            lambda: write_draws(store, ref, walked.draws),
+        )
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
                  walked.streams, walked.unread)  # fmt: skip
     return staged, tasks
@@ -176,9 +182,14 @@ def extract(
     records: list[OutcomeRecord] = []
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
-        store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes)
-        mark_work(store, task.ref, settings)  # before this task's objects, later than staging
-        planned = read_draws(store, task.ref, task.first_page, task.last_page)
+        # Side by side on S3 (one wait, not three): the marker only has to precede this task's
+        # objects (a later deadline than staging's), and the two reads depend on nothing.
+        *_, planned = together(
+            store,
+            lambda: store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes),
+            lambda: mark_work(store, task.ref, settings),
+            lambda: read_draws(store, task.ref, task.first_page, task.last_page),
+        )
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
             for outcome, key, md5 in _decode(uploads, task, path, settings, planned, decoders):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))

@@ -101,13 +101,15 @@ def holder(claim: Claim, runs_of: RunsOf) -> tuple[str, str]:
 
 def acquire(
     store: Store, revision: str, claimer: str, runs_of: RunsOf, now: float | None = None,
-    run_id: str = "", stale_seconds: float = STALE_SECONDS,
+    run_id: str = "", stale_seconds: float = STALE_SECONDS, read: tuple[Claim | None] = (),
 ) -> Outcome:  # fmt: skip
     """Take the revision's claim, or say who holds it. Atomic: of any number of concurrent
-    callers (threads, processes, hosts sharing the store), exactly one wins a generation."""
+    callers (threads, processes, hosts sharing the store), exactly one wins a generation.
+    `read`: (the claim the caller just read,), used for the first round instead of reading it
+    again; a claim made since is found by the first `put_if_absent`, which then loses."""
     now = time.time() if now is None else now
-    for _ in range(_ROUNDS):
-        top = current(store, revision)
+    for round_ in range(_ROUNDS):
+        top = read[0] if read and not round_ else current(store, revision)
         if top is not None and not top.released:
             run, status = holder(top, runs_of)
             if status != LAUNCHING or now - top.claimed_at < stale_seconds:
@@ -144,4 +146,4 @@ def claim_in_run(
     top = current(store, revision)
     if run_token and top is not None and top.token == run_token and not top.released:
         return Outcome(True, top, run_id, "STARTED")
-    return acquire(store, revision, "run", runs_of, now, run_id)
+    return acquire(store, revision, "run", runs_of, now, run_id, read=(top,))

@@ -71,7 +71,10 @@ def commit(store: Store, base: Ledger, updated: Ledger) -> Ledger:
 
 
 def _prune(store: Store, month: str, written: int) -> None:
-    """Housekeeping after a write: one that fails leaves old generations to the next write."""
+    """Housekeeping after a write: one that fails leaves old generations to the next write.
+    Generations count up from 1, so up to generation KEEP none is old: no listing to ask."""
+    if written <= KEEP:
+        return
     old = [keys.arrivals_key(month, g) for g in _generations(store, month) if g <= written - KEEP]
     if old:
         with contextlib.suppress(StorageError):

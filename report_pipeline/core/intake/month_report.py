@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from report_pipeline.core.intake import ledger as ledgers
-from report_pipeline.core.intake.arrivals import Arrival, Decision, Read, decide, name_of
+from report_pipeline.core.intake.arrivals import Arrival, Decision, Ledger, Read, decide, name_of
 from report_pipeline.core.intake.intake import (
     RefusedInput,
     content_hash,
@@ -27,6 +27,7 @@ from report_pipeline.core.model.records import Manifest, SourceFacts, SourceFile
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
+from report_pipeline.core.storage.parallel_io import together
 from report_pipeline.core.storage.store import Store, TransientStorageError
 
 NO_REPORT = "no_report"
@@ -67,12 +68,13 @@ def reader(
 
 def look(
     store: Store, month: str, entries: Sequence[Entry], listed: Sequence[str], read: Read,
-    now_ns: int | None = None,
+    now_ns: int | None = None, ledger: Ledger | None = None,
 ) -> Decision:  # fmt: skip
     """Decide the month's report and record what was read. If another writer recorded a content
-    meanwhile, decide again on the merged ledger (nothing is read twice)."""
+    meanwhile, decide again on the merged ledger (nothing is read twice). `ledger`: the month's,
+    when the caller just loaded it."""
     now_ns = time.time_ns() if now_ns is None else now_ns
-    ledger, seen = ledgers.load(store, month), ()
+    ledger, seen = ledgers.load(store, month) if ledger is None else ledger, ()
     for _ in range(_ROUNDS):
         decision = decide(ledger, entries, read, now_ns, listed)
         seen += decision.read
@@ -119,11 +121,13 @@ def choose_for_run(
     (`source_hash`); a UI launch or backfill names nothing. Raises `no_report` when the month's
     folders hold no report, `report_gone` when the latest report left them (and is not archived),
     and the refusal of a file that cannot be read but may be the latest."""
-    entries = month_entries(sources, month)
+    entries, ledger = together(  # the inbox's listing and the month's ledger: one wait on S3
+        store, lambda: month_entries(sources, month), lambda: ledgers.load(store, month)
+    )
     if not entries:
         raise RefusedInput(NO_REPORT, f"no report (*.pdf) for {month} in the inbox")
     with reader(sources, settings, owner) as read:
-        decision = look(store, month, entries, [s.name for s in sources], read)
+        decision = look(store, month, entries, [s.name for s in sources], read, ledger=ledger)
     report = decision.report
     mine = next((e for e in entries if key and (e.ref.source, e.ref.key) == (source, key)), None)
     if source_hash and (report is None or report.sha256 != source_hash):
