@@ -65,7 +65,5 @@ def write_table(store: Store, manifest: Manifest) -> tuple[str, bool]:
     """The revision's table in the store, written once (a rerun of an unchanged report finds it
     and writes nothing): (its key, whether this call wrote it)."""
     key = manifest_table_key(manifest.report_id, manifest.parent_revision)
-    written = not store.exists(key)
-    if written:
-        store.put_bytes(key, frame(manifest).to_csv(index=False).encode())
+    written = store.put_if_absent(key, frame(manifest).to_csv(index=False).encode())
     return key, written

@@ -15,7 +15,6 @@ import dagster as dg
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
-from report_pipeline.core.model import store_json
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
@@ -47,12 +46,12 @@ FOLLOWS_REPORT_MANIFEST = (
 ).with_label("after each report_manifest update")
 
 
-def _manifest_key(context: dg.AssetExecutionContext, store: Store) -> str:
+def _current_manifest(context: dg.AssetExecutionContext, store: Store) -> Manifest:
     """The manifest of the month's current revision (the one truth: core/model/current.py)."""
     found = latest_archived(store, context.partition_key)
     if found is None:
         raise dg.Failure(f"nothing is archived for {context.partition_key}")
-    return found[0]
+    return found[1]
 
 
 def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
@@ -86,16 +85,12 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     (a rerun of an unchanged report finds it and writes nothing); the rows are shown in the
     metadata's `images` table."""
 
-    def work() -> tuple[Manifest | None, str, bool]:
+    def work() -> tuple[Manifest, str, bool]:
         backend = store.get_store()
-        manifest = store_json.read_manifest(backend, _manifest_key(context, backend))
-        if manifest is None:
-            return None, "", False
+        manifest = _current_manifest(context, backend)
         return manifest, *write_table(backend, manifest)
 
     manifest, key, written = guarded(context, work)
-    if manifest is None:
-        raise dg.Failure("the manifest of this partition is not in the store")
     return dg.MaterializeResult(metadata=table_metadata(manifest, key, written))
 
 
