@@ -160,18 +160,20 @@ def production_resources(executor: str = IN_PROCESS) -> dict[str, Any]:
 
 
 def s3_io_manager() -> dict[str, Any]:
-    """Op outputs through dagster_aws's S3PickleIOManager, so a step on one machine can read what
-    a step on another wrote: REPORT_PIPELINE_S3_BUCKET under `dagster/io/`, at run time; the
+    """Op outputs through dagster_aws's S3PickleIOManager (one that loads what its own process
+    wrote from memory: s3_io_manager.py), so a step on one machine can read what a step on
+    another wrote: REPORT_PIPELINE_S3_BUCKET under `dagster/io/`, at run time; the
     endpoint as for the store (REPORT_PIPELINE_S3_ENDPOINT, else boto3's AWS_ENDPOINT_URL), region
     and credentials from the environment. Its uploads ask for no encryption: the bucket's default
     encryption (SSE-S3) covers them."""
-    from dagster_aws.s3 import S3PickleIOManager  # ~0.4 s of imports: only when deployed on S3
-
+    # ~0.4 s of imports (dagster_aws.s3): only when deployed on S3
+    from report_pipeline.defs.deployment.s3_io_manager import RunLocalS3PickleIOManager
     from report_pipeline.defs.deployment.s3_resources import s3_resource_from_env
 
     s3 = s3_resource_from_env(retries=5)  # botocore retries throttling and 5xx itself: 6 attempts
     bucket = dg.EnvVar(BUCKET_ENV)
-    return {"io_manager": S3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)}
+    manager = RunLocalS3PickleIOManager(s3_resource=s3, s3_bucket=bucket, s3_prefix=IO_PREFIX)
+    return {"io_manager": manager}
 
 
 def resources_for(name: str, executor: str = IN_PROCESS) -> dict[str, Any]:
