@@ -40,6 +40,6 @@ def test_the_report_is_complete_its_deep_pages_damaged(shared_run):
         page: (state, records) for page, (_, records, state) in DEEP_STATES.items()
     }  # fmt: skip
     assert [row.breaks[0].stream for row in rows.values() if row.breaks] == [
-        "page content (object 8)", "form (object 10)",
+        "page content (object 8)", "form (object 10)", "softmask (object 13)",
     ]  # fmt: skip
     assert all(c.state == "archived" for c in manifest.children)

@@ -73,3 +73,5 @@ def test_an_inline_image_whose_id_runs_into_its_data_is_skipped_as_mupdf_skips_i
     assert cut_off(unspaced.rstrip(b" EIQ")) == ""
     assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID") == "inside an inline image"
     assert cut_off(b"q BI /W 2 /H 2 ID \x01\x02") == "inside an inline image"
+    assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID/\x02\x03\x04 EI Q") == ""  # data from `/`
+    assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID(\x02") == "inside an inline image"

@@ -88,6 +88,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
         self.gtop = _GSTATE_START  # how deep MuPDF's renderer's graphics states are (GSTATE_TOP)
+        self.gpeak = self.gtop  # the deepest they went in the run being kept (`replays`)
+        self.gstate_top = GSTATE_TOP
         self.aborted = False  # MuPDF's renderer stops drawing the page here (GSTATE_TOP)
         self.current: list[list[mupdf.PdfObj]] = []  # the streams running, innermost last
 
@@ -105,6 +107,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
                             f"{GSTATE_TOP + 1:,})")  # fmt: skip
             return
         self.gtop += 1
+        self.gpeak = max(self.gpeak, self.gtop)
         super().op_q(ctx)
 
     @guarded
@@ -202,6 +205,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
                  self.fonted, self.saved_fonts, self.base, self.text_base, self.gtop)  # fmt: skip
         self.gtop = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
+        self.gpeak = max(self.gpeak, self.gtop)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
         (self.font, self.fonted), self.saved_fonts, self.text_base = font, [], text_base
         self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on

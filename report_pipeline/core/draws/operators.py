@@ -96,13 +96,16 @@ def _inline_image_end(content: bytes, position: int) -> int:
     """Where the inline image beginning at `position` (`BI`) ends, after its `EI`; 0 when its
     dictionary or its data is cut off."""
     head = _INLINE_DICT.match(content, position)
+    start = head.end() if head else 0
     if head is None:  # a token in its dictionary that is no operand and not `ID` (`ID\x01`):
         stop = _INLINE_OPERANDS.match(content, position).end()  # MuPDF's "invalid key in
         keyword = _KEYWORD.match(content, stop)  # dict", a syntax error: it draws nothing of
-        if keyword and keyword.group() != b"ID":  # the image and reads on after that token
+        if keyword is None:  # the image and reads on after that token; `ID` before a
+            return 0  # delimiter (`ID/`) is `ID`, its data starting at the delimiter
+        if keyword.group() != b"ID":
             return keyword.end()
-        return 0
-    tail = _INLINE_END.search(content, head.end())
+        start = keyword.end()
+    tail = _INLINE_END.search(content, start)
     return tail.end() if tail else 0
 
 
