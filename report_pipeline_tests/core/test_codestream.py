@@ -263,3 +263,10 @@ def test_an_eoi_inside_a_segment_is_not_the_streams():
     cut = data[:2] + app1 + data[2 : len(data) // 2]
     assert not codestream.jpeg_reaches_eoi(cut)
     assert codestream.jpeg_reaches_eoi(data[:2] + app1 + data[2:])
+
+
+def test_ascii85_data_ending_with_a_tilde_and_no_bracket_is_ascii85():
+    """MuPDF decodes it in full: its `~` ends the data ("bad eod marker in a85d")."""
+    assert codestream.sniff("ASCII85Decode", b"87cURD]i~") == "text/x-ascii85"
+    assert codestream.sniff("A85", b"<~87cURD]i~") == "text/x-ascii85"
+    assert codestream.sniff("ASCII85Decode", b"87cUR\xffD]i~>") is None

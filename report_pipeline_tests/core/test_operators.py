@@ -63,3 +63,15 @@ def test_a_large_stream_is_judged_in_linear_time():
     started = time.process_time()
     assert cut_off(content, short=True) == ""
     assert time.process_time() - started < 10.0
+
+
+def test_an_inline_image_whose_id_runs_into_its_data_is_skipped_as_mupdf_skips_it():
+    """`ID\\x01…` is no `ID` to MuPDF's lexer: its inline dictionary ends in a syntax error
+    ("invalid key in dict") and MuPDF reads on after that token, so nothing is cut off."""
+    unspaced = b"q BI /W 2 /H 2 /CS /G /BPC 8 ID\x01\x02\x03\x04 EI Q "
+    assert cut_off(unspaced + b"q 9 0 0 9 0 0 cm /A Do Q") == ""
+    assert cut_off(unspaced.rstrip(b" EIQ")) == ""
+    assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID") == "inside an inline image"
+    assert cut_off(b"q BI /W 2 /H 2 ID \x01\x02") == "inside an inline image"
+    assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID/\x02\x03\x04 EI Q") == ""  # data from `/`
+    assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID(\x02") == "inside an inline image"

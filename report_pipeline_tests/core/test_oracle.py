@@ -9,7 +9,8 @@ dictionary MuPDF shows); never fewer, but for two differences (`POPPLER_ONLY`): 
 soft mask's image where `gs` sets the mask, and MuPDF's renderer draws it at each paint under
 the mask, so a mask set and never used, or used only by an image with a mask of its own, draws
 nothing; and poppler draws the stored appearance of a widget that names no field type (/FT),
-which MuPDF's renderer never draws.
+which MuPDF's renderer never draws. Poppler also lists what MuPDF's renderer never reaches on a
+page it stops drawing (too many nested graphics states: `STOPPED`).
 """
 
 import shutil
@@ -41,6 +42,10 @@ POPPLER_ONLY = {"pattern_paints.pdf": {6, 13}, "annotation_appearances.pdf": {8}
 # pages where poppler lists one image drawn by forms nested deeper than the walk follows
 # (drawn.MAX_NESTING, 24): the manifest marks each such page damaged, `stream_too_deep`
 DEEPER = {"hostile_walk_deep.pdf": {1}}
+# images poppler lists after a `q` past the 2,048 graphics states MuPDF's renderer holds, where
+# it stops drawing the page (fixtures/_deep_states.py): each such page is damaged,
+# `stream_unreadable`; page 2's second image and its annotation's, page 3's form's
+STOPPED = {"deep_states.pdf": Counter({2: 2, 3: 1})}
 
 
 def pdfimages_rows(path) -> list[tuple[int, str, int]]:
@@ -89,6 +94,7 @@ def test_every_image_pdfimages_lists_is_accounted_for(name, shared_run):
     listed = Counter((page, obj) for page, kind, obj in rows if kind in {"image", "stencil"})
     lacking = Counter(page for page, _ in (listed - drawn).elements())
     expected = Counter(POPPLER_ONLY.get(name, ())) + Counter(DEEPER.get(name, ()))
+    expected += STOPPED.get(name, Counter())
     assert lacking == expected, f"pdfimages lists images the manifest lacks: {listed - drawn}"
     too_deep = {row.page for row in manifest.pages if row.reason == "stream_too_deep"}
     assert too_deep >= DEEPER.get(name, set())

@@ -70,3 +70,10 @@ def test_a_predictor_is_undone_within_the_prefix_limit():
     assert prefix.decode_prefix(stream, ["FlateDecode"], parms) == (PAYLOAD, True)
     head, complete = prefix.decode_prefix(stream, ["FlateDecode"], parms, 1000)
     assert (head, complete) == (PAYLOAD[: len(head)], False) and 900 < len(head) < 1000
+
+
+def test_ascii85_data_ends_at_its_tilde_with_or_without_the_closing_bracket():
+    """MuPDF ends ASCII85 data at `~` ("bad eod marker in a85d" when no `>` follows)."""
+    expected = base64.a85decode(b"87cURD]i")
+    assert prefix.ascii85(b"87cURD]i~", 100, "") == (expected, True)
+    assert prefix.ascii85(b"87cURD]i~x garbage", 100, "") == (expected, True)

@@ -97,6 +97,13 @@ class Streams:
                 "does not follow it, so what it draws is unknown")  # fmt: skip
         self.runs.append(_Run(where, [stream], drawn, "", "", Break(TOO_DEEP, where, what, drawn)))
 
+    def broken_here(
+        self, where: str, streams: list[mupdf.PdfObj], reason: str, what: str, drawn: int
+    ) -> None:
+        """A stream breaks off where the walk met it (MuPDF's renderer would raise there: a
+        limit of its own the walk keeps, `drawn.GSTATE_TOP`), having drawn `drawn` images."""
+        self.runs.append(_Run(where, streams, drawn, "", "", Break(reason, where, what, drawn)))
+
     def _charge(self) -> None:
         said = pymupdf.TOOLS.mupdf_warnings()  # and forget them
         if said and self.said:

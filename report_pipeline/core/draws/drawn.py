@@ -19,7 +19,7 @@ import pymupdf
 from pymupdf import mupdf
 
 from report_pipeline.core.draws import tiles
-from report_pipeline.core.draws.breaks import Streams, label, parts
+from report_pipeline.core.draws.breaks import UNREADABLE, Streams, label, parts
 from report_pipeline.core.draws.callbacks import entry, guarded
 from report_pipeline.core.draws.paints import BASE, FRESH, Paint, Paints
 from report_pipeline.core.draws.replays import Replays
@@ -36,6 +36,16 @@ MAX_NESTING = 24
 # too): real pages stay in the hundreds;
 # fan-outs (a form drawing the next twice, 23 deep) would keep the walk busy for minutes.
 MAX_INVOCATIONS = 20_000
+# MuPDF's renderer holds at most 2,048 graphics states (pdf-op-run.c, pdf_gsave): a `q` that
+# would go past raises "too many nested graphics states", and the page draws nothing more, its
+# annotations neither. A page's content starts 1 deep, as each annotation does (a processor of
+# its own, whose `q` comes before its appearance); a form, a pattern's cell or a soft mask's
+# group runs 2 deeper than where it is drawn (measured with MuPDF's drawing device); a Type3
+# glyph runs in a processor of its own, and MuPDF goes on with the page when one fails, so it is
+# not followed there
+GSTATE_TOP = 2047
+_GSTATE_START, _GSTATE_COST = 1, {"form": 2, "pattern": 2, "softmask": 2}
+GSTATE_LIMIT = "too many nested graphics states"
 _ALLOCATION_FAILED = ("malloc", "calloc", "realloc", "out of memory")
 
 
@@ -77,11 +87,43 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.invocations = 0
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
+        self.gtop = _GSTATE_START  # how deep MuPDF's renderer's graphics states are (GSTATE_TOP)
+        self.gpeak = self.gtop  # the deepest they went in the run being kept (`replays`)
+        self.gstate_top = GSTATE_TOP
+        self.aborted = False  # MuPDF's renderer stops drawing the page here (GSTATE_TOP)
+        self.current: list[list[mupdf.PdfObj]] = []  # the streams running, innermost last
 
     def stop(self, reason: str, detail: str) -> None:
         """End the page's walk at a limit: MuPDF's interpreter stops at its next operator."""
         if self.stopped is None:
             self.stopped = (reason, detail)
+        self.cookie.set_abort()
+
+    # -- graphics states ---------------------------------------------------------------------
+    @guarded
+    def op_q(self, ctx) -> None:
+        if self.gtop >= GSTATE_TOP and "type3" not in self.path:
+            self.abort_page(f"MuPDF stops drawing the page at it: {GSTATE_LIMIT} (over "
+                            f"{GSTATE_TOP + 1:,})")  # fmt: skip
+            return
+        self.gtop += 1
+        self.gpeak = max(self.gpeak, self.gtop)
+        super().op_q(ctx)
+
+    @guarded
+    def op_Q(self, ctx) -> None:
+        if self.saved_paints:  # at the base of a stream, MuPDF ignores an unbalanced Q
+            self.gtop -= 1
+        super().op_Q(ctx)
+
+    def abort_page(self, what: str) -> None:
+        """MuPDF's renderer raises out of the page here: the running stream breaks off and
+        nothing after it is drawn, on the page or by its annotations."""
+        if not self.aborted:
+            self.aborted = True
+            streams = self.current[-1] if self.current else []
+            self.streams.broken_here(label(self.path, streams), streams, UNREADABLE, what,
+                                     len(self.draws))  # fmt: skip
         self.cookie.set_abort()
 
     # -- resources ---------------------------------------------------------------------------
@@ -126,7 +168,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         or by reference) draws nothing: MuPDF fails to open it and goes on with the next
         operator, having lost nothing it could draw."""
         number = mupdf.pdf_to_num(stream)
-        if self.overflow or self.stopped or (number and number in self.active):
+        if self.overflow or self.stopped or self.aborted or (number and number in self.active):
             return
         if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return
@@ -161,7 +203,9 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
-                 self.fonted, self.saved_fonts, self.base, self.text_base)  # fmt: skip
+                 self.fonted, self.saved_fonts, self.base, self.text_base, self.gtop)  # fmt: skip
+        self.gtop = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
+        self.gpeak = max(self.gpeak, self.gtop)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
         (self.font, self.fonted), self.saved_fonts, self.text_base = font, [], text_base
         self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
@@ -173,7 +217,7 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             self.active.pop()
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
-             self.saved_fonts, self.base, self.text_base) = outer  # fmt: skip
+             self.saved_fonts, self.base, self.text_base, self.gtop) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -191,10 +235,12 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         """`call` runs `streams` (a page's content, a form, an annotation's appearance): what
         MuPDF says meanwhile, and raises, is theirs to be judged by (`breaks.Streams`)."""
         self.streams.enter()
+        self.current.append(streams)
         raised = ""
         try:
             raised = self.process(call)
         finally:
+            self.current.pop()
             self.streams.leave(label(self.path, streams), streams, len(self.draws), raised)
 
     def process(self, call) -> str:
@@ -233,8 +279,9 @@ def page_draws(
     if contents.m_internal:
         _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
     for annot in _annotations(pdf_page):
-        if not finder.invoke():
+        if finder.aborted or not finder.invoke():
             break
+        finder.gtop = _GSTATE_START
         finder.path.append("annotation")
         finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
         finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE

@@ -32,6 +32,8 @@ _OPERATIONS = re.compile(rb"(?s)(?:" + _TOKENS + rb"(" + _OPERATOR + rb"))*+")
 _PENDING = re.compile(rb"(?s)" + _TOKENS)
 _BLANK = re.compile(rb"(?s)" + _SPACE + rb"*+")
 _INLINE_DICT = re.compile(rb"(?s)BI(?:" + _SPACE + rb"|" + _OPERAND + rb")*+ID[" + _WS + rb"]")
+_INLINE_OPERANDS = re.compile(rb"(?s)BI(?:" + _SPACE + rb"|" + _OPERAND + rb")*+")
+_KEYWORD = re.compile(_REGULAR + rb"++")
 _INLINE_END = re.compile(rb"[" + _WS + rb"]EI(?![^" + _WS + _DELIMITERS + rb"])")
 _STRING_PART = re.compile(rb"(?s)\\.|[()]")
 
@@ -94,7 +96,16 @@ def _inline_image_end(content: bytes, position: int) -> int:
     """Where the inline image beginning at `position` (`BI`) ends, after its `EI`; 0 when its
     dictionary or its data is cut off."""
     head = _INLINE_DICT.match(content, position)
-    tail = _INLINE_END.search(content, head.end()) if head else None
+    start = head.end() if head else 0
+    if head is None:  # a token in its dictionary that is no operand and not `ID` (`ID\x01`):
+        stop = _INLINE_OPERANDS.match(content, position).end()  # MuPDF's "invalid key in
+        keyword = _KEYWORD.match(content, stop)  # dict", a syntax error: it draws nothing of
+        if keyword is None:  # the image and reads on after that token; `ID` before a
+            return 0  # delimiter (`ID/`) is `ID`, its data starting at the delimiter
+        if keyword.group() != b"ID":
+            return keyword.end()
+        start = keyword.end()
+    tail = _INLINE_END.search(content, start)
     return tail.end() if tail else 0
 
 

@@ -28,8 +28,11 @@ stopped the walk or overflowed. Misses are runs like any other, so a file that c
 state at every paint still meets the run limit; replayed records count against the page's and
 the report's caps like any other (`pdf_pages`, `walk`).
 
+A run also keeps how much deeper its graphics states went: replayed from deeper, MuPDF's renderer
+would stop inside it (`drawn.GSTATE_TOP`), so it is run again instead, and breaks off there.
 A mixin for `drawn.DrawFinder`, which provides `draws`, `limit`, `overflowed`, `path`, `active`,
-`streams` (`breaks.Streams`) and the state the key reads.
+`streams` (`breaks.Streams`), the graphics states' depth (`gtop`, `gpeak`, `gstate_top`,
+`aborted`) and the state the key reads.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ class Ran:
     draws: tuple  # drawn.Draw, origin relative
     marked_off: int  # an unbalanced BDC or EMC inside carries out, as it did when run
     kept: tuple  # the objects the key names by address: they outlive the key
+    # how much deeper than where it started the run's graphics states went (`drawn.GSTATE_TOP`):
+    # from deeper, MuPDF's renderer would stop inside it, so it is run again, not replayed
+    rise: int = 0
 
 
 class Replays:
@@ -72,7 +78,7 @@ class Replays:
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""
         ran = self.ran.get(key) if key is not None else None
-        if ran is None:
+        if ran is None or self.gtop + ran.rise > self.gstate_top:
             return False
         prefix = "/".join(self.path)
         for draw in ran.draws:
@@ -92,11 +98,15 @@ class Replays:
             return
         before = (len(self.draws), self.streams.words)
         cut = len("/".join(self.path)) + 1 if self.path else 0
-        yield
-        if self.overflow or self.stopped or self.streams.words != before[1]:
+        start, outer_peak, self.gpeak = self.gtop, self.gpeak, self.gtop
+        try:
+            yield
+        finally:
+            rise, self.gpeak = self.gpeak - start, max(outer_peak, self.gpeak)
+        if self.overflow or self.stopped or self.aborted or self.streams.words != before[1]:
             return
         draws = tuple(replace(d, origin=d.origin[cut:]) for d in self.draws[before[0] :])
-        self.ran[key] = Ran(draws, self.marked_off, kept)
+        self.ran[key] = Ran(draws, self.marked_off, kept, rise)
 
 
 def text(state: tuple) -> tuple:

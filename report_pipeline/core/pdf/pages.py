@@ -97,12 +97,13 @@ def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tup
     parms = [] if lone else _items(given)
     names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
     texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
-    # MuPDF passes a /Crypt filter through in a document that is not encrypted, whatever it names
+    # MuPDF passes a /Crypt filter through in a document that is not encrypted, whatever it names,
+    # and an entry of the chain that is no name (null, a number: "unknown filter name ()")
     plain = doc.xref_get_key(-1, "Encrypt")[0] == "null"
     chain = [
         (n, t)
         for n, t in zip(names, texts, strict=True)
-        if not (n == "Crypt" and (plain or _identity(t)))
+        if n != "?" and not (n == "Crypt" and (plain or _identity(t)))
     ]
     return tuple(n for n, _ in chain), tuple(t for _, t in chain)
 

@@ -30,9 +30,9 @@ def _be(data: bytes, at: int, size: int, what: str) -> int:
 
 
 def _only(data: bytes, alphabet: bytes, end: bytes) -> bool:
+    if data.startswith(b"<~") and end == b"~":
+        data = data[2:]
     body = data.split(end, 1)[0]
-    if body.startswith(b"<~") and end == b"~>":
-        body = body[2:]
     return not body.translate(None, alphabet + _WHITESPACE)
 
 
@@ -67,7 +67,8 @@ def sniff(codec: str, data: bytes) -> str | None:
         "FlateDecode": lambda: "application/zlib" if _zlib_header(data) else None,
         "JBIG2Decode": lambda: "image/x-jbig2" if _jbig2_plausible(data) else None,
         "ASCIIHexDecode": lambda: "text/x-asciihex" if _only(data, _HEX, b">") else None,
-        "ASCII85Decode": lambda: "text/x-ascii85" if _only(data, _A85, b"~>") else None,
+        # MuPDF ends ASCII85 data at its `~`, whether `>` follows or not ("bad eod marker")
+        "ASCII85Decode": lambda: "text/x-ascii85" if _only(data, _A85, b"~") else None,
     }  # fmt: skip
     return checks[canonical(codec)]()
 

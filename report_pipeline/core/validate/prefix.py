@@ -46,7 +46,8 @@ def ascii_hex(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
 
 
 def ascii85(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
-    text = data.split(b"~>", 1)[0].translate(None, _WHITESPACE).removeprefix(b"<~")
+    # the data ends at `~`, as MuPDF ends it, whether `>` follows or not
+    text = data.removeprefix(b"<~").split(b"~", 1)[0].translate(None, _WHITESPACE)
     out, group, digits = bytearray(), 0, 0
     for char in text:
         if char == 0x7A and not digits:
