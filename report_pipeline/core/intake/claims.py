@@ -105,8 +105,9 @@ def acquire(
 ) -> Outcome:  # fmt: skip
     """Take the revision's claim, or say who holds it. Atomic: of any number of concurrent
     callers (threads, processes, hosts sharing the store), exactly one wins a generation.
-    `read`: (the claim the caller just read,), used for the first round instead of reading it
-    again; a claim made since is found by the first `put_if_absent`, which then loses."""
+    `read`: (the claim the caller just read, or None to try the first generation unread,),
+    used for the first round instead of reading it; a claim made meanwhile (or a generation that
+    exists already) makes the round's `put_if_absent` lose, and the next round reads."""
     now = time.time() if now is None else now
     for round_ in range(_ROUNDS):
         top = read[0] if read and not round_ else current(store, revision)
@@ -142,8 +143,11 @@ def claim_in_run(
     now: float | None = None,
 ) -> Outcome:  # fmt: skip
     """Inside a run that has learnt its revision. Intake's run (and any re-execution of it)
-    carries the claim's token and holds it; a UI launch or backfill tries to take the claim."""
+    carries the claim's token and holds it; a UI launch or backfill tries to take the claim,
+    first as the revision's first claim (one request, no read, when nobody claimed it)."""
+    if not run_token:
+        return acquire(store, revision, "run", runs_of, now, run_id, read=(None,))
     top = current(store, revision)
-    if run_token and top is not None and top.token == run_token and not top.released:
+    if top is not None and top.token == run_token and not top.released:
         return Outcome(True, top, run_id, "STARTED")
     return acquire(store, revision, "run", runs_of, now, run_id, read=(top,))

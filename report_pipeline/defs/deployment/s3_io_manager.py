@@ -19,6 +19,7 @@ import pickle
 from typing import Any
 
 import dagster as dg
+from dagster import UPathIOManager
 from dagster_aws.s3 import PickledObjectS3IOManager, S3PickleIOManager
 from pydantic import PrivateAttr
 from upath import UPath
@@ -27,8 +28,12 @@ KEEP_BYTES = 16 * 1024 * 1024  # the copies one run keeps in memory, all outputs
 
 
 class _KeepsItsOwnOutputs(PickledObjectS3IOManager):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, s3_bucket: str, s3_session: Any, s3_prefix: str = "") -> None:
+        # PickledObjectS3IOManager's own __init__, less its ListObjects (MaxKeys=1) of the
+        # prefix: a round trip per run process to learn only that the bucket answers, which the
+        # run's first upload tells as clearly (NoSuchBucket, AccessDenied)
+        self.bucket, self.s3 = s3_bucket, s3_session
+        UPathIOManager.__init__(self, base_path=UPath(s3_prefix) if s3_prefix else None)
         self._run_id = ""
         self._copies: dict[str, bytes] = {}
 
