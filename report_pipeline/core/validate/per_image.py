@@ -53,7 +53,11 @@ class Processed:
 
 def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> bool:
     """A JPEG in plain gray/RGB with no Decode array decodes the same in Pillow and MuPDF, when
-    its codestream has the components its colour space declares. Otherwise the page draws what
+    its codestream has the components its colour space declares and samples them all alike. A
+    JPEG whose chroma is sampled coarser than its luma (4:2:0, 4:2:2: most photographs) is
+    upsampled as its decoder chooses, libjpeg-turbo's way in Pillow (and poppler), IJG
+    libjpeg's in MuPDF, up to tens of levels apart at colour edges: MuPDF decodes it, so the
+    archive holds what the page draws. Otherwise the page draws what
     MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
     decodes it. So does a JPEG whose /DecodeParms set /ColorTransform: MuPDF follows it (0: an
     RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not. And a
@@ -63,7 +67,13 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     transform = any("/ColorTransform" in parms for parms in ref.parms)
     matte = bool(ref.smask) and doc.xref_get_key(ref.smask, "Matte")[0] != "null"
     plain = (image.mode, space) in _PLAIN_SPACES and decode == "null"
-    return plain and not transform and not matte
+    return plain and not transform and not matte and not _subsampled(image)
+
+
+def _subsampled(image: Image.Image) -> bool:
+    """The JPEG's components are not all sampled alike (Pillow's `layer`: id, horizontal and
+    vertical sampling factors, quantization table, per component)."""
+    return len({(h, v) for _, h, v, _ in getattr(image, "layer", None) or ()}) > 1
 
 
 def _check_stream(
