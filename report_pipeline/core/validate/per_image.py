@@ -234,6 +234,8 @@ def _explained(
             if not ref.inline.m_internal.imagemask:
                 fallback = shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
             return shortfall.malformed(fallback, said)
+        if kind == "flate":
+            return _corrupt_flate(fallback, ref)
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
@@ -261,6 +263,21 @@ def _explained(
     except Quarantined:
         return fallback
     return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
+
+
+def _corrupt_flate(fallback: Quarantined, ref: ImageRef) -> Quarantined:
+    """An inline Flate image MuPDF padded: when zlib calls its data corrupt before the image's
+    samples (and a predictor's tag bytes) are inflated, it did not end early: `undecodable`,
+    saying what zlib said, as an image object's corrupt Flate stream is
+    (`validation.check_flate_complete`); data that only runs out stays `fallback`."""
+    if fallback.reason != "truncated":
+        return fallback
+    bound = validation.expected_flate_bytes(ref, max(ref.inline.n(), 1), 10)
+    try:
+        validation.check_flate_complete(inline.raw_bytes(ref), bound)
+    except Quarantined as found:
+        return found if found.reason == "undecodable" else fallback
+    return fallback
 
 
 def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
