@@ -59,6 +59,28 @@ def test_a_lost_document_catalog_is_damaged_cross_reference_data(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("catalog", "page", "code", "message"),
+    [
+        (b"<</Type/Catalog (x) 1/Pages 2 0 R>>", PAGE, "damaged_xref",
+         "PDF cross-reference data is damaged: the document catalog cannot be read "
+         "(invalid key in dict)"),
+        (CATALOG, b"<</Type/Page (x) 1/Parent 2 0 R>>", "bad_page_tree",
+         "PDF page tree is malformed: a page or page node cannot be read (invalid key in dict)"),
+    ],
+    ids=["catalog", "page"],
+)  # fmt: skip
+def test_a_catalog_or_page_mupdf_cannot_parse_is_refused_for_good(catalog, page, code, message,
+                                                                  tmp_path):  # fmt: skip
+    """qpdf's bad11.pdf, indirect-r-arg.pdf, issue-99.pdf, append-xref-loop.pdf: not
+    `inspection_failed`, which the sensor reads again every full sweep."""
+    path = tmp_path / "unparsed.pdf"
+    path.write_bytes(classic_pdf([catalog, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", page]))
+    with pytest.raises(RefusedInput) as refused:
+        inspect_pdf(path, Limits())
+    assert (refused.value.code, refused.value.message) == (code, message)
+
+
+@pytest.mark.parametrize(
     ("cut", "state", "reason"),
     [(4, "archived", None), (0, "archived", None), (200, "quarantined", "truncated")],
     ids=["without_its_checksum", "whole", "cut_short"],

@@ -5,8 +5,9 @@ holds thousands, or claim more than exist (then MuPDF raises). Intake walks /Kid
 catalog itself, bounded in depth and visits, and compares.
 
 A node referenced from more than one /Kids entry (invalid, but common) is read as every reader
-reads it: a page each time it appears. Only a true cycle (a node that is its own ancestor), or
-a walk past the depth or visit limits, is refused.
+reads it: a page each time it appears. Only a true cycle (a node that is its own ancestor), a
+walk past the depth or visit limits, or a node (or catalog) MuPDF cannot parse even in a repaired
+file, is refused.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import re
 from dataclasses import dataclass
 
 import pymupdf
+from pymupdf import mupdf
 
 MAX_DEPTH = 64  # real trees are a handful of levels deep
 MAX_NODES = 100_000  # visits of pages and intermediate nodes together (shared ones each time)
 _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
+# what MuPDF raises for an object it cannot parse, even in a repaired file (an allocation that
+# failed is no such error: it stays `inspection_failed`)
+_UNPARSED = (mupdf.FzErrorFormat, mupdf.FzErrorSyntax)
 
 
 class BadPageTree(Exception):
@@ -64,11 +69,21 @@ def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
     raise BadPageTree(f"a {value} object sits in the page tree")
 
 
+def _said(error: Exception) -> str:
+    """What MuPDF said ("invalid key in dict"), without its error code, bounded."""
+    return re.sub(r"^code=\d+: ", "", str(error)).strip()[:120] or type(error).__name__
+
+
 def _root(doc: pymupdf.Document) -> int:
     catalog = doc.pdf_catalog()
-    if not 0 < catalog < doc.xref_length() or not doc.xref_get_keys(catalog):
+    try:
+        found = 0 < catalog < doc.xref_length() and doc.xref_get_keys(catalog)
+        pages = doc.xref_get_key(catalog, "Pages") if found else None
+    except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
+        raise NoCatalog(f"the document catalog cannot be read ({_said(error)})") from None
+    if not found:
         raise NoCatalog("the document catalog cannot be found")
-    root = _ref(*doc.xref_get_key(catalog, "Pages"))
+    root = _ref(*pages)
     if root is None:
         raise BadPageTree("the catalog has no /Pages reference")
     return root
@@ -109,7 +124,10 @@ def walk(doc: pymupdf.Document) -> PageTree:
 
 def _children(doc: pymupdf.Document, node: int) -> list[int] | None:
     """A page node's kids, or None for a page; refuses a node missing from the file."""
-    if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
-        raise BadPageTree("a page or page node is missing from the file (truncated?)")
-    kids = _kids(doc, node)
-    return None if _is_leaf(doc, node, kids) else (kids or [])
+    try:
+        if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
+            raise BadPageTree("a page or page node is missing from the file (truncated?)")
+        kids = _kids(doc, node)
+        return None if _is_leaf(doc, node, kids) else (kids or [])
+    except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
+        raise BadPageTree(f"a page or page node cannot be read ({_said(error)})") from None
