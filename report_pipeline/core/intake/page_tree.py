@@ -5,7 +5,8 @@ holds thousands, or claim more than exist (then MuPDF raises). Intake walks /Kid
 catalog itself, bounded in depth and visits, and compares.
 
 A node referenced from more than one /Kids entry (invalid, but common) is read as every reader
-reads it: a page each time it appears. Only a true cycle (a node that is its own ancestor), a
+reads it: a page each time it appears; so is a page dictionary written directly in /Kids, not
+by reference (invalid too). Only a true cycle (a node that is its own ancestor), a
 walk past the depth or visit limits, or a node (or catalog) MuPDF cannot parse even in a repaired
 file, is refused.
 """
@@ -24,6 +25,7 @@ _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
 # what MuPDF raises for an object it cannot parse, even in a repaired file (an allocation that
 # failed is no such error: it stays `inspection_failed`)
 _UNPARSED = (mupdf.FzErrorFormat, mupdf.FzErrorSyntax)
+DIRECT_PAGE = -1  # a page dictionary written in its parent's /Kids: a leaf of no object
 
 
 class BadPageTree(Exception):
@@ -56,8 +58,31 @@ def _kids(doc: pymupdf.Document, node: int) -> list[int] | None:
         return None
     inner = value.strip().removeprefix("[").removesuffix("]")
     if _REF.sub("", inner).strip():
-        raise BadPageTree("a /Kids entry is not a reference")
+        return _direct_kids(doc, node)
     return [int(number) for number, _ in _REF.findall(inner)]
+
+
+def _direct_kids(doc: pymupdf.Document, node: int) -> list[int]:
+    """/Kids that hold a page dictionary itself, not a reference to one (invalid, but MuPDF
+    and poppler draw such a page, and qpdf makes it indirect): each one is DIRECT_PAGE. Any
+    other entry that is no reference is refused."""
+    pdf = mupdf.pdf_specifics(doc.this)
+    kids = mupdf.pdf_dict_get(mupdf.pdf_load_object(pdf, node), mupdf.PDF_ENUM_NAME_Kids)
+    numbers = []
+    for i in range(mupdf.pdf_array_len(kids)):
+        kid = mupdf.pdf_array_get(kids, i)
+        if mupdf.pdf_is_indirect(kid):
+            numbers.append(mupdf.pdf_to_num(kid))
+        elif (
+            mupdf.pdf_is_dict(kid)
+            and mupdf.pdf_name_eq(mupdf.pdf_dict_get(kid, mupdf.PDF_ENUM_NAME_Type),
+                                  mupdf.PDF_ENUM_NAME_Page)
+            and not mupdf.pdf_dict_get(kid, mupdf.PDF_ENUM_NAME_Kids).m_internal
+        ):  # fmt: skip
+            numbers.append(DIRECT_PAGE)
+        else:
+            raise BadPageTree("a /Kids entry is not a reference")
+    return numbers
 
 
 def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
@@ -102,6 +127,9 @@ def walk(doc: pymupdf.Document) -> PageTree:
     leaves = visits = 0
     while stack:
         node, depth = stack.pop()
+        if node == DIRECT_PAGE:  # a page, and no object another entry could share
+            leaves += 1
+            continue
         del path[depth:]  # the node's ancestors, root first
         if node in path:
             raise BadPageTree("the page tree has a cycle (a node is its own ancestor)")
