@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import zlib
 
+import pymupdf
 import pytest
 
 from fixtures import _reasons as reasons
+from fixtures._objects import Objects, image
 from fixtures._trees import CATALOG, PAGE, classic_pdf
 from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
 from report_pipeline.core.model.settings import Limits, PipelineSettings
+from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.validate.per_image import process_image
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +48,21 @@ def test_a_width_that_is_a_real_number_is_named_in_the_reason(tmp_path, store):
     (child,) = manifest.children
     assert (child.quarantine_reason, child.quarantine_detail) == (
         "bad_dimensions", "/Width 8.0 is not an integer",
+    )  # fmt: skip
+
+
+def test_a_soft_masks_width_that_is_a_real_number_is_named_as_the_masks(tmp_path):
+    """qpdf's issue-117.pdf: an /SMask of /Width 1.1 was "declared size -1x31"."""
+    mask = (b"<</Type/XObject/Subtype/Image/Width 1.1/Height 4/ColorSpace/DeviceGray"
+            b"/BitsPerComponent 8/Length 4>>\nstream\n\x00\x01\x02\x03\nendstream")  # fmt: skip
+    objects = Objects()
+    drawn = objects.add(image(40, b"/SMask %d 0 R" % objects.add(mask)))
+    objects.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open("pdf", objects.pdf()) as doc:
+        (ref,) = page_images(doc, 1)
+        outcome = process_image(doc, ref, Limits()).outcome
+    assert (outcome.reason, outcome.detail) == (
+        "bad_dimensions", "its /SMask's /Width 1.1 is not an integer",
     )  # fmt: skip
 
 
