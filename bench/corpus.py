@@ -16,7 +16,10 @@ in registry packages. `pip download --no-deps --no-binary :all: -d SDISTS pikepd
 pdfminer.six pdfplumber img2pdf ocrmypdf`; PyMuPDF with `--no-binary PyMuPDF` and
 `PYMUPDF_SETUP_URL_WHEEL=file://<its wheel>` (its metadata step builds a wheel); `npm pack
 pdf-parse@1.1.1`. Unpack them and copy every `*.pdf` (deduplicated by sha256, none over 30 MB)
-to e.g. /tmp/corpus/pdfs/ as `<package>__<basename>`.
+to e.g. /tmp/corpus/pdfs/ as `<package>__<basename>`. A second corpus: qpdf's test files, from
+Debian's source tarball (`http://deb.debian.org/debian/pool/main/q/qpdf/qpdf_11.3.0.orig.tar.gz`),
+every `*.pdf` under `qpdf/qtest/qpdf/` copied the same way as `qpdf__<basename>`; many are
+broken on purpose, so judge each refusal, quarantine and damaged page by what MuPDF draws.
 """
 
 from __future__ import annotations

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
+from fixtures._objects import image, stream
 from fixtures._trees import CATALOG, PAGE, classic_pdf, flat_tree
 from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.intake.intake import Inspection, RefusedInput, inspect_pdf
 from report_pipeline.core.intake.page_tree import walk
 from report_pipeline.core.model.records import SourceFacts
-from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.model.settings import Limits, PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.core.test_manifest import DEADLINES, REF
@@ -96,7 +97,11 @@ def test_refuse_encrypted_refuses_it_and_a_password_is_refused_always(tmp_path):
       "bad_page_tree", "deeper than 64"),
      ([CATALOG, b"<</Type/Pages/Kids[3 0 R 9 0 R]/Count 2>>", PAGE], "bad_page_tree", "missing"),
      ([CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", b"<</Type/Font>>"], "bad_page_tree",
-      "/Font")],
+      "/Font"),
+     ([CATALOG, b"<</Type/Pages/Kids[3 0 R 7]/Count 2>>", PAGE], "bad_page_tree",
+      "not a reference"),
+     ([CATALOG, b"<</Type/Pages/Kids[<</Type/Pages/Kids[3 0 R]/Count 1>>]/Count 1>>", PAGE],
+      "bad_page_tree", "not a reference")],
 )  # fmt: skip
 def test_a_page_tree_that_disagrees_or_cannot_be_walked_is_refused(tmp_path, objects, code, words):
     refused = refusal(written(tmp_path, classic_pdf(objects)))
@@ -117,6 +122,25 @@ def test_a_shared_page_node_counts_each_time_it_appears_as_mupdf_counts_it(
     assert len(pymupdf.open(path)) == pages
     inspection = inspect_pdf(path, Limits())
     assert (inspection.pages, inspection.facts.shared_page_nodes) == (pages, shared)
+
+
+def test_a_page_written_in_its_parents_kids_is_a_page_as_mupdf_draws_it(tmp_path, store):
+    """qpdf's direct-pages.pdf: page dictionaries in /Kids, not references to them (invalid).
+    MuPDF draws each, poppler lists their images not, qpdf makes them indirect."""
+    content = b"q 100 0 0 100 0 0 cm /Im Do Q"
+    page = (b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents 4 0 R"
+            b"/Resources<</XObject<</Im 3 0 R>>>>>>")  # fmt: skip
+    kids = b"<</Type/Pages/Kids[%s 5 0 R %s]/Count 3>>" % (page, page)
+    objects = [CATALOG, kids, image(40), stream(b"", content), PAGE]
+    path = written(tmp_path, classic_pdf(objects))
+    assert len(pymupdf.open(path)) == 3
+    inspection = inspect_pdf(path, Limits())
+    assert (inspection.pages, inspection.facts.shared_page_nodes) == (3, 0)
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "w"), "inbox", "2026-10")
+    assert manifest.state == "complete"
+    assert [(c.page, c.state, c.xref) for c in manifest.children] == [
+        (1, "archived", 3), (3, "archived", 3),
+    ]  # fmt: skip
 
 
 def test_sharing_that_multiplies_the_tree_past_the_visit_limit_is_refused(tmp_path):

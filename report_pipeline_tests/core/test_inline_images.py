@@ -1,6 +1,7 @@
 """Inline images get the checks an image object gets, on their own bytes, before any decode."""
 
 import random
+import zlib
 
 import pymupdf
 import pytest
@@ -40,3 +41,25 @@ def test_an_inline_jpeg_is_checked_like_an_image_object(data, state, reason):
         outcome = process_image(doc, ref, Limits()).outcome
     assert (ref.origin, outcome.declared_type) == ("inline", "jpeg")
     assert (outcome.state, outcome.reason) == (state, reason)
+
+
+STORED = zlib.compress(bytes(range(64)), 0)  # an 8x8 gray image, deflate's stored block
+
+
+@pytest.mark.parametrize(
+    ("data", "reason", "detail"),
+    [
+        # qpdf's damaged-inline-image.pdf: complete data zlib calls corrupt, as its image object
+        (STORED[:2] + b"\x04" + STORED[3:], "undecodable", "flate stream is corrupt"),
+        (STORED[:30], "truncated", "MuPDF had to pad"),  # it runs out
+    ],
+    ids=["corrupt", "short"],
+)
+def test_an_inline_flate_image_is_truncated_only_when_its_data_runs_out(data, reason, detail):
+    content = b"q 8 0 0 8 100 600 cm BI /W 8 /H 8 /CS /G /BPC 8 /F [/AHx /Fl] ID %s EI Q"
+    with pymupdf.open(fixture_pdf("image_paths.pdf")) as doc:
+        doc.update_stream(doc[INLINE_PAGE - 1].get_contents()[0], content % ascii_hex(data))
+        (ref,) = page_images(doc, INLINE_PAGE)
+        outcome = process_image(doc, ref, Limits()).outcome
+    assert (outcome.state, outcome.reason) == ("quarantined", reason)
+    assert outcome.detail.startswith(detail)

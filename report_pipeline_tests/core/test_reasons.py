@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import zlib
 
+import pymupdf
 import pytest
 
 from fixtures import _reasons as reasons
+from fixtures._objects import Objects, image
 from fixtures._trees import CATALOG, PAGE, classic_pdf
 from report_pipeline.core.intake.intake import RefusedInput, inspect_pdf
 from report_pipeline.core.model.settings import Limits, PipelineSettings
+from report_pipeline.core.pdf.pages import page_images
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.validate.per_image import process_image
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +51,21 @@ def test_a_width_that_is_a_real_number_is_named_in_the_reason(tmp_path, store):
     )  # fmt: skip
 
 
+def test_a_soft_masks_width_that_is_a_real_number_is_named_as_the_masks(tmp_path):
+    """qpdf's issue-117.pdf: an /SMask of /Width 1.1 was "declared size -1x31"."""
+    mask = (b"<</Type/XObject/Subtype/Image/Width 1.1/Height 4/ColorSpace/DeviceGray"
+            b"/BitsPerComponent 8/Length 4>>\nstream\n\x00\x01\x02\x03\nendstream")  # fmt: skip
+    objects = Objects()
+    drawn = objects.add(image(40, b"/SMask %d 0 R" % objects.add(mask)))
+    objects.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open("pdf", objects.pdf()) as doc:
+        (ref,) = page_images(doc, 1)
+        outcome = process_image(doc, ref, Limits()).outcome
+    assert (outcome.reason, outcome.detail) == (
+        "bad_dimensions", "its /SMask's /Width 1.1 is not an integer",
+    )  # fmt: skip
+
+
 def test_a_lost_document_catalog_is_damaged_cross_reference_data(tmp_path):
     path = tmp_path / "lost.pdf"
     path.write_bytes(classic_pdf([CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", PAGE], root=9))
@@ -56,6 +75,28 @@ def test_a_lost_document_catalog_is_damaged_cross_reference_data(tmp_path):
     assert refused.value.message == (
         "PDF cross-reference data is damaged: the document catalog cannot be found"
     )
+
+
+@pytest.mark.parametrize(
+    ("catalog", "page", "code", "message"),
+    [
+        (b"<</Type/Catalog (x) 1/Pages 2 0 R>>", PAGE, "damaged_xref",
+         "PDF cross-reference data is damaged: the document catalog cannot be read "
+         "(invalid key in dict)"),
+        (CATALOG, b"<</Type/Page (x) 1/Parent 2 0 R>>", "bad_page_tree",
+         "PDF page tree is malformed: a page or page node cannot be read (invalid key in dict)"),
+    ],
+    ids=["catalog", "page"],
+)  # fmt: skip
+def test_a_catalog_or_page_mupdf_cannot_parse_is_refused_for_good(catalog, page, code, message,
+                                                                  tmp_path):  # fmt: skip
+    """qpdf's bad11.pdf, indirect-r-arg.pdf, issue-99.pdf, append-xref-loop.pdf: not
+    `inspection_failed`, which the sensor reads again every full sweep."""
+    path = tmp_path / "unparsed.pdf"
+    path.write_bytes(classic_pdf([catalog, b"<</Type/Pages/Kids[3 0 R]/Count 1>>", page]))
+    with pytest.raises(RefusedInput) as refused:
+        inspect_pdf(path, Limits())
+    assert (refused.value.code, refused.value.message) == (code, message)
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.draws: list[Draw] = []
         self.path: list[str] = []
         self.active: list[int] = []  # xrefs of the streams being run: cycles are skipped
-        self.resources: list[mupdf.PdfObj] = []
+        self.resources: list[mupdf.PdfObj] = []  # MuPDF's resource stack, innermost last
+        self.floor = 0  # where a name's lookup stops: a Type3 glyph runs on a stack of its own
         self.overflow = False
         self.streams = Streams()  # which content streams broke off (core/draws/breaks.py)
         self.invocations = 0
@@ -138,9 +139,15 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         return None
 
     def _lookup(self, kind: str, name: str) -> mupdf.PdfObj | None:
-        if not self.resources:
-            return None
-        return entry(mupdf.pdf_dict_gets(self.resources[-1], kind), name)
+        """The resource `name` of `kind`, as MuPDF's interpreter finds it
+        (`pdf_lookup_resource`): in the innermost resources, else in each one around them, so
+        a form or pattern whose own resources lack a name draws what its caller's (or the
+        page's) name. A Type3 glyph's procedure runs in a processor of its own with the font's
+        resources only (`floor`)."""
+        for resources in reversed(self.resources[self.floor :]):
+            if (found := entry(mupdf.pdf_dict_gets(resources, kind), name)) is not None:
+                return found
+        return None
 
     # -- what is drawn ---------------------------------------------------------------------
     def _record(self, kind: str, xref: int, inline: object = None) -> None:
@@ -193,7 +200,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
             self.path_ops, self.begun = [], False
             if inner.ctm is not None:  # its /Matrix, then the ctm
                 inner = replace(inner, ctm=tiles.concat(xobject_matrix(stream), inner.ctm))
-        with self.recorded(key, (stream, resources, inner, self.font, start, text_base)):
+        kept = (stream, resources, inner, self.font, start, text_base, tuple(self.resources))
+        with self.recorded(key, kept):
             self._run(kind, number, stream, resources, inner, start, text_base)
 
     def _run(
@@ -211,9 +219,11 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
         self.path.append(kind)
         self.active.append(number)
+        floor, self.floor = self.floor, len(self.resources) if kind == "type3" else self.floor
         try:
             self.running([stream], lambda: self.interpret(resources, stream))
         finally:
+            self.floor = floor
             self.active.pop()
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
@@ -275,9 +285,12 @@ def page_draws(
     start = replace(FRESH, ctm=page_transform(pdf_page))  # as fz_run_page starts a page
     finder.paint = start
     finder.base = start.ctm
-    contents = mupdf.pdf_page_contents(pdf_page)
+    contents, resources = mupdf.pdf_page_contents(pdf_page), mupdf.pdf_page_resources(pdf_page)
+    # under everything the page runs, its resources: MuPDF's renderer looks a name up in them
+    # when a form's, a pattern's or an annotation's appearance's own resources lack it
+    mupdf.pdf_processor_push_resources(finder, resources)
     if contents.m_internal:
-        _run_page(finder, mupdf.pdf_page_resources(pdf_page), contents)
+        _run_page(finder, resources, contents)
     for annot in _annotations(pdf_page):
         if finder.aborted or not finder.invoke():
             break
@@ -290,6 +303,7 @@ def page_draws(
         finally:
             finder.path.pop()
     finder.running([], lambda: mupdf.pdf_close_processor(finder))
+    mupdf.pdf_processor_pop_resources(finder)
     if finder.overflow:
         raise TooManyDraws(f"page {page_number} draws more than {limit} images")
     if finder.stopped:
@@ -314,7 +328,6 @@ def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfOb
     """The page's content, in a state MuPDF saved before it: one `Q` too many restores that
     first state (no pattern, soft mask or font; the page's transform); any more are ignored, as
     in a form."""
-    finder.resources.append(resources)
     finder.saved_paints, finder.saved_fonts = [finder.paint], [(None, False)]
     finder.running(
         parts(contents),

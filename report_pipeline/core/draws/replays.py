@@ -10,7 +10,8 @@ a later paint in the same state appends them again: a record per image, not a ru
 mask or glyph that draws no image costs a dictionary lookup.
 
 The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics state of its own):
-- the stream, its kind and the resources it runs with (its own, or the current ones);
+- the stream, its kind and the resources it runs with (its own, or the current ones), and
+  those around it, where a name its own lack is found (`drawn.DrawFinder._lookup`);
 - the paint it runs with: the other material's pattern, the text rendering mode (a glyph's is
   always fresh);
 - the streams being run (`active`: one met again is a cycle, skipped) and the depth (`path`:
@@ -71,7 +72,8 @@ class Replays:
             (identity(s[0]), identity(s[1]), *(text(s[2]) if len(s) > 2 else ())) if s else None
             for s in (paint.fill, paint.stroke, paint.softmask)
         )
-        return (kind, identity(stream), identity(resources), materials, paint.render,
+        around = tuple(identity(r) for r in self.resources[self.floor :])  # names fall back
+        return (kind, identity(stream), identity(resources), around, materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
                 identity(font[0]), font[1], text(base), tuple(self.fonts_running))  # fmt: skip
 

@@ -59,6 +59,8 @@ class XObjects:
     @guarded
     def op_Do_form(self, ctx, name, form) -> None:
         # no name: an annotation's appearance (pdf_process_annot), not a `Do`
+        if name is not None and self._lookup("XObject", name) is None:
+            return  # found only past a Type3 glyph's own resources: MuPDF's renderer runs none
         self.form(mupdf.PdfObj(mupdf.ll_pdf_keep_obj(form)), appearance=name is None)
 
     def form(self, form: mupdf.PdfObj, appearance: bool = False) -> None:

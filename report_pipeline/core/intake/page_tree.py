@@ -5,8 +5,10 @@ holds thousands, or claim more than exist (then MuPDF raises). Intake walks /Kid
 catalog itself, bounded in depth and visits, and compares.
 
 A node referenced from more than one /Kids entry (invalid, but common) is read as every reader
-reads it: a page each time it appears. Only a true cycle (a node that is its own ancestor), or
-a walk past the depth or visit limits, is refused.
+reads it: a page each time it appears; so is a page dictionary written directly in /Kids, not
+by reference (invalid too). Only a true cycle (a node that is its own ancestor), a
+walk past the depth or visit limits, or a node (or catalog) MuPDF cannot parse even in a repaired
+file, is refused.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ import re
 from dataclasses import dataclass
 
 import pymupdf
+from pymupdf import mupdf
 
 MAX_DEPTH = 64  # real trees are a handful of levels deep
 MAX_NODES = 100_000  # visits of pages and intermediate nodes together (shared ones each time)
 _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
+# what MuPDF raises for an object it cannot parse, even in a repaired file (an allocation that
+# failed is no such error: it stays `inspection_failed`)
+_UNPARSED = (mupdf.FzErrorFormat, mupdf.FzErrorSyntax)
+DIRECT_PAGE = -1  # a page dictionary written in its parent's /Kids: a leaf of no object
 
 
 class BadPageTree(Exception):
@@ -51,8 +58,31 @@ def _kids(doc: pymupdf.Document, node: int) -> list[int] | None:
         return None
     inner = value.strip().removeprefix("[").removesuffix("]")
     if _REF.sub("", inner).strip():
-        raise BadPageTree("a /Kids entry is not a reference")
+        return _direct_kids(doc, node)
     return [int(number) for number, _ in _REF.findall(inner)]
+
+
+def _direct_kids(doc: pymupdf.Document, node: int) -> list[int]:
+    """/Kids that hold a page dictionary itself, not a reference to one (invalid, but MuPDF
+    and poppler draw such a page, and qpdf makes it indirect): each one is DIRECT_PAGE. Any
+    other entry that is no reference is refused."""
+    pdf = mupdf.pdf_specifics(doc.this)
+    kids = mupdf.pdf_dict_get(mupdf.pdf_load_object(pdf, node), mupdf.PDF_ENUM_NAME_Kids)
+    numbers = []
+    for i in range(mupdf.pdf_array_len(kids)):
+        kid = mupdf.pdf_array_get(kids, i)
+        if mupdf.pdf_is_indirect(kid):
+            numbers.append(mupdf.pdf_to_num(kid))
+        elif (
+            mupdf.pdf_is_dict(kid)
+            and mupdf.pdf_name_eq(mupdf.pdf_dict_get(kid, mupdf.PDF_ENUM_NAME_Type),
+                                  mupdf.PDF_ENUM_NAME_Page)
+            and not mupdf.pdf_dict_get(kid, mupdf.PDF_ENUM_NAME_Kids).m_internal
+        ):  # fmt: skip
+            numbers.append(DIRECT_PAGE)
+        else:
+            raise BadPageTree("a /Kids entry is not a reference")
+    return numbers
 
 
 def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
@@ -64,11 +94,21 @@ def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
     raise BadPageTree(f"a {value} object sits in the page tree")
 
 
+def _said(error: Exception) -> str:
+    """What MuPDF said ("invalid key in dict"), without its error code, bounded."""
+    return re.sub(r"^code=\d+: ", "", str(error)).strip()[:120] or type(error).__name__
+
+
 def _root(doc: pymupdf.Document) -> int:
     catalog = doc.pdf_catalog()
-    if not 0 < catalog < doc.xref_length() or not doc.xref_get_keys(catalog):
+    try:
+        found = 0 < catalog < doc.xref_length() and doc.xref_get_keys(catalog)
+        pages = doc.xref_get_key(catalog, "Pages") if found else None
+    except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
+        raise NoCatalog(f"the document catalog cannot be read ({_said(error)})") from None
+    if not found:
         raise NoCatalog("the document catalog cannot be found")
-    root = _ref(*doc.xref_get_key(catalog, "Pages"))
+    root = _ref(*pages)
     if root is None:
         raise BadPageTree("the catalog has no /Pages reference")
     return root
@@ -87,6 +127,9 @@ def walk(doc: pymupdf.Document) -> PageTree:
     leaves = visits = 0
     while stack:
         node, depth = stack.pop()
+        if node == DIRECT_PAGE:  # a page, and no object another entry could share
+            leaves += 1
+            continue
         del path[depth:]  # the node's ancestors, root first
         if node in path:
             raise BadPageTree("the page tree has a cycle (a node is its own ancestor)")
@@ -109,7 +152,10 @@ def walk(doc: pymupdf.Document) -> PageTree:
 
 def _children(doc: pymupdf.Document, node: int) -> list[int] | None:
     """A page node's kids, or None for a page; refuses a node missing from the file."""
-    if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
-        raise BadPageTree("a page or page node is missing from the file (truncated?)")
-    kids = _kids(doc, node)
-    return None if _is_leaf(doc, node, kids) else (kids or [])
+    try:
+        if not 0 < node < doc.xref_length() or not doc.xref_get_keys(node):
+            raise BadPageTree("a page or page node is missing from the file (truncated?)")
+        kids = _kids(doc, node)
+        return None if _is_leaf(doc, node, kids) else (kids or [])
+    except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
+        raise BadPageTree(f"a page or page node cannot be read ({_said(error)})") from None

@@ -119,11 +119,12 @@ def _precheck(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> tuple[byt
     raw, signature = _check_stream(doc, ref.xref, (ref.width, ref.height), chain, limits)
     if ref.smask and not doc.xref_is_stream(ref.smask):
         raise Quarantined("bad_mask_reference", "its /SMask is not an image stream")
-    for mask in (ref.smask, _explicit_mask(doc, ref)):
+    for mask, entry in ((ref.smask, "/SMask"), (_explicit_mask(doc, ref), "/Mask")):
         if not mask:
             continue
         size = tuple(declared_int(doc, mask, key)[0] for key in ("Width", "Height"))
         try:
+            _check_declared_size(doc, mask, f"its {entry}'s ")
             _check_stream(doc, mask, size, filter_chain(doc, mask), limits)
         except Quarantined as bad:
             bad.evidence = raw  # the image's own stream, not its mask's
@@ -165,12 +166,13 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
     return Image.frombytes("L", (pix.width, pix.height), bytes(pix.samples)[pix.n - 1 :: pix.n])
 
 
-def _check_declared_size(doc: pymupdf.Document, xref: int) -> None:
-    """/Width and /Height must be integers (directly or by reference): say which is not."""
+def _check_declared_size(doc: pymupdf.Document, xref: int, whose: str = "") -> None:
+    """/Width and /Height must be integers (directly or by reference): say which is not, and
+    `whose` (a mask's: "its /SMask's ")."""
     for key in ("Width", "Height"):
         value, written = declared_int(doc, xref, key)
         if value == -1 and written != "-1":
-            raise Quarantined("bad_dimensions", f"/{key} {written} is not an integer")
+            raise Quarantined("bad_dimensions", f"{whose}/{key} {written} is not an integer")
 
 
 def _strict_decode(
@@ -244,6 +246,8 @@ def _explained(
             if not ref.inline.m_internal.imagemask:
                 fallback = shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
             return shortfall.malformed(fallback, said)
+        if kind == "flate":
+            return _corrupt_flate(fallback, ref)
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
         return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
     filters, parms = filter_chain(doc, xref)
@@ -271,6 +275,21 @@ def _explained(
     except Quarantined:
         return fallback
     return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
+
+
+def _corrupt_flate(fallback: Quarantined, ref: ImageRef) -> Quarantined:
+    """An inline Flate image MuPDF padded: when zlib calls its data corrupt before the image's
+    samples (and a predictor's tag bytes) are inflated, it did not end early: `undecodable`,
+    saying what zlib said, as an image object's corrupt Flate stream is
+    (`validation.check_flate_complete`); data that only runs out stays `fallback`."""
+    if fallback.reason != "truncated":
+        return fallback
+    bound = validation.expected_flate_bytes(ref, max(ref.inline.n(), 1), 10)
+    try:
+        validation.check_flate_complete(inline.raw_bytes(ref), bound)
+    except Quarantined as found:
+        return found if found.reason == "undecodable" else fallback
+    return fallback
 
 
 def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
