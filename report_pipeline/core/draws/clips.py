@@ -130,7 +130,13 @@ class Clips:
         super().op_Tr(ctx, render)
 
     def _show(self, codes: bytes) -> None:
-        if codes and self.fonted and 4 <= self.paint.render <= 7 and "type3" not in self.path:
+        if (
+            codes
+            and self.fonted
+            and self.font is None
+            and 4 <= self.paint.render <= 7
+            and ("type3" not in self.path)
+        ):  # a Type3 font's glyphs are run, not gathered as clip text
             self.clip_text = True
         super()._show(codes)
 
