@@ -21,6 +21,7 @@ from pymupdf import mupdf
 from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.breaks import UNREADABLE, Streams, label, parts
 from report_pipeline.core.draws.callbacks import entry, guarded
+from report_pipeline.core.draws.clips import Clips
 from report_pipeline.core.draws.paints import BASE, FRESH, Paint, Paints
 from report_pipeline.core.draws.replays import Replays
 from report_pipeline.core.draws.type3 import Type3Glyphs
@@ -71,7 +72,7 @@ class WalkLimit(Exception):
         self.reason, self.detail = reason, detail
 
 
-class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfProcessor2):
+class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupdf.PdfProcessor2):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
@@ -151,6 +152,8 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
 
     # -- what is drawn ---------------------------------------------------------------------
     def _record(self, kind: str, xref: int, inline: object = None) -> None:
+        if self.aborted:  # MuPDF raised out of the page in this operator (its soft mask's run)
+            return
         if len(self.draws) >= self.limit:
             self.overflowed()
             return
@@ -211,7 +214,9 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
-                 self.fonted, self.saved_fonts, self.base, self.text_base, self.gtop)  # fmt: skip
+                 self.fonted, self.saved_fonts, self.base, self.text_base, self.gtop,
+                 self.clips, self.saved_clips, self.clipping)  # fmt: skip
+        self.saved_clips, self.clipping = [], False
         self.gtop = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
         self.gpeak = max(self.gpeak, self.gtop)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
@@ -221,13 +226,17 @@ class DrawFinder(XObjects, Visibility, Paints, Type3Glyphs, Replays, mupdf.PdfPr
         self.active.append(number)
         floor, self.floor = self.floor, len(self.resources) if kind == "type3" else self.floor
         try:
-            self.running([stream], lambda: self.interpret(resources, stream))
+            if kind in ("form", "softmask"):  # MuPDF clips to its box (`clips`)
+                self._clip()
+            if not self.aborted:
+                self.running([stream], lambda: self.interpret(resources, stream))
         finally:
             self.floor = floor
             self.active.pop()
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
-             self.saved_fonts, self.base, self.text_base, self.gtop) = outer  # fmt: skip
+             self.saved_fonts, self.base, self.text_base, self.gtop, self.clips,
+             self.saved_clips, self.clipping) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -295,6 +304,7 @@ def page_draws(
         if finder.aborted or not finder.invoke():
             break
         finder.gtop = _GSTATE_START
+        finder.reset_clips([])
         finder.path.append("annotation")
         finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
         finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE
@@ -329,6 +339,7 @@ def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfOb
     first state (no pattern, soft mask or font; the page's transform); any more are ignored, as
     in a form."""
     finder.saved_paints, finder.saved_fonts = [finder.paint], [(None, False)]
+    finder.reset_clips([0])
     finder.running(
         parts(contents),
         lambda: mupdf.pdf_process_contents(finder, finder.doc, resources, contents, finder.cookie),

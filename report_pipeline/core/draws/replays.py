@@ -30,10 +30,11 @@ state at every paint still meets the run limit; replayed records count against t
 the report's caps like any other (`pdf_pages`, `walk`).
 
 A run also keeps how much deeper its graphics states went: replayed from deeper, MuPDF's renderer
-would stop inside it (`drawn.GSTATE_TOP`), so it is run again instead, and breaks off there.
+would stop inside it (`drawn.GSTATE_TOP`), so it is run again instead, and breaks off there;
+the same for its clips (`clips.CLIP_TOP`), and while clip text waits for its `ET`.
 A mixin for `drawn.DrawFinder`, which provides `draws`, `limit`, `overflowed`, `path`, `active`,
 `streams` (`breaks.Streams`), the graphics states' depth (`gtop`, `gpeak`, `gstate_top`,
-`aborted`) and the state the key reads.
+`aborted`), the clips' (`clips`) and the state the key reads.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pymupdf import mupdf
+
+from report_pipeline.core.draws.clips import CLIP_TOP
 
 REPLAYED = ("pattern", "softmask", "type3")  # the kinds of stream a paint or a show runs
 
@@ -57,6 +60,7 @@ class Ran:
     # how much deeper than where it started the run's graphics states went (`drawn.GSTATE_TOP`):
     # from deeper, MuPDF's renderer would stop inside it, so it is run again, not replayed
     rise: int = 0
+    crise: int = 0  # and its clips (`clips.CLIP_TOP`), likewise
 
 
 class Replays:
@@ -82,6 +86,8 @@ class Replays:
         ran = self.ran.get(key) if key is not None else None
         if ran is None or self.gtop + ran.rise > self.gstate_top:
             return False
+        if self.clips + ran.crise > CLIP_TOP or self.clip_text:  # MuPDF would stop inside it
+            return False
         prefix = "/".join(self.path)
         for draw in ran.draws:
             if len(self.draws) >= self.limit:
@@ -101,14 +107,16 @@ class Replays:
         before = (len(self.draws), self.streams.words)
         cut = len("/".join(self.path)) + 1 if self.path else 0
         start, outer_peak, self.gpeak = self.gtop, self.gpeak, self.gtop
+        cstart, outer_cpeak, self.cpeak = self.clips, self.cpeak, self.clips
         try:
             yield
         finally:
             rise, self.gpeak = self.gpeak - start, max(outer_peak, self.gpeak)
+            crise, self.cpeak = self.cpeak - cstart, max(outer_cpeak, self.cpeak)
         if self.overflow or self.stopped or self.aborted or self.streams.words != before[1]:
             return
         draws = tuple(replace(d, origin=d.origin[cut:]) for d in self.draws[before[0] :])
-        self.ran[key] = Ran(draws, self.marked_off, kept, rise)
+        self.ran[key] = Ran(draws, self.marked_off, kept, rise, crise)
 
 
 def text(state: tuple) -> tuple:
