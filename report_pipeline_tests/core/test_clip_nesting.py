@@ -86,6 +86,15 @@ CASES = {
     "clip text, a form": (T("7 Tr (a) Tj /Fm Do"), "", "", None, 0, "CTM"),
     "clip text, a pattern": (T("7 Tr (a) Tj " + PF), "", "", None, 0, "CTM"),
     "annotation: clip text, cm": (IMG, "", "", T("7 Tr (a) Tj 1 0 0 1 5 5 cm") + IMG, 1, "CTM"),
+    # a Type3 font's glyphs are run, never gathered as clip text (crafted round 7)
+    "Type3 text in mode 7, cm": (
+        "BT /F3 12 Tf 7 Tr (a) Tj 1 0 0 1 5 5 cm (a) Tj ET " + IMG,
+        "",
+        "",
+        None,
+        1,
+        "",
+    ),  # fmt: skip
 }
 
 
@@ -105,6 +114,10 @@ def _pdf(cases) -> bytes:
     pages_at = add(b"")  # filled at the end
     layer = add(b"<</Type /OCG /Name (L)>>")
     font = add(b"<</Type /Font /Subtype /Type1 /BaseFont /Helvetica>>")
+    glyph = stream("", "1000 0 d0 0 0 800 800 re f")
+    type3 = add(f"<</Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 "
+                f"0.001 0 0] /CharProcs <</a {glyph} 0 R>> /Encoding <</Differences [97 /a]>> "
+                "/FirstChar 97 /LastChar 97 /Widths [1000]>>".encode())  # fmt: skip
     pixels = zlib.compress(bytes((i * 37) % 256 for i in range(4 * 4 * 3)))
     image = add(b"<</Type /XObject /Subtype /Image /Width 4 /Height 4 /ColorSpace /DeviceRGB "
                 b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d>>stream\n" % len(pixels)
@@ -131,9 +144,9 @@ def _pdf(cases) -> bytes:
         body = stream("", content)
         kids.append(add(
             f"<</Type /Page /Parent {pages_at} 0 R /MediaBox [0 0 612 792] /Contents {body} 0 R "
-            f"/Resources <</XObject <</Im {image} 0 R /Fm {fm} 0 R>> /Font <</F {font} 0 R>> "
-            f"/Pattern <</P {pattern} 0 R>> /ExtGState <</G {gs} 0 R>> /Properties <</L "
-            f"{layer} 0 R>>>>{annots}>>".encode()
+            f"/Resources <</XObject <</Im {image} 0 R /Fm {fm} 0 R>> /Font <</F {font} 0 R /F3 "
+            f"{type3} 0 R>> /Pattern <</P {pattern} 0 R>> /ExtGState <</G {gs} 0 R>> "
+            f"/Properties <</L {layer} 0 R>>>>{annots}>>".encode()
         ))  # fmt: skip
     objs[pages_at - 1] = (f"<</Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] "
                           f"/Count {len(kids)}>>").encode()  # fmt: skip
