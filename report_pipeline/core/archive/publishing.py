@@ -3,6 +3,7 @@ manifest."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -89,9 +90,12 @@ def publish(
     staged: StagedReport,
     archived: list[ArchivedTask],
     retention: RetentionPolicy,
+    alongside: Callable[[Manifest], object] = lambda _: None,
 ) -> tuple[Manifest, bool]:
     """Write the revision's manifest once and make it the month's current revision; returns the
-    month's manifest now and whether it was reused (nothing written).
+    month's manifest now and whether it was reused (nothing written). `alongside` is called
+    once with that manifest before publish returns, side by side with the deletion of the
+    working material when there is one (on S3: the month's checks wait on no deletion).
 
     A report the month already holds (this revision, or one a review made of it) gets the
     month's manifest back unchanged. A new complete revision keeps the month's archive deadline
@@ -109,9 +113,12 @@ def publish(
     )  # one wait for all three on S3; the inputs are wasted only on a rerun
     live = month.manifest if month and month.live else None
     if live is not None and months.holds(live, ref):
+        alongside(live)
         return live, True
     if existing is not None:  # written, but a crash left it short of the month's
-        return succession.make_current(store, existing, "", now), True
+        current = succession.make_current(store, existing, "", now)
+        alongside(current)
+        return current, True
     inputs = inputs or _inputs(store, staged, archived)  # missing: say so now
     manifest = _built(store, staged, archived, retention, live, now, *inputs)
     complete = manifest.state == "complete"
@@ -120,6 +127,7 @@ def publish(
         deadlines.record(store, deadlines.ARCHIVE, archive_by, ref.report_id, ref.revision)
     store_json.write_manifest(store, ref.manifest_key, manifest)
     if not complete:
+        alongside(manifest)
         return manifest, False
     work_by = parse_iso(manifest.deadlines.work_delete_by)
     basis = live.parent_revision if live else ""
@@ -130,11 +138,11 @@ def publish(
             store, "working_material", ref.report_id, ref.revision, work_by, now, material
         )  # fmt: skip
 
-    # Independent once the manifest is written: a crash between them leaves working material
-    # for the janitor, or a complete revision that a rerun makes current (above).
-    _, current = together(
-        store, clean_up, lambda: succession.make_current(store, manifest, basis, now, month)
-    )  # fmt: skip
+    # The deletion is independent once the revision is current: a crash before it leaves
+    # working material for the janitor (a crash before the record, a complete revision that a
+    # rerun makes current, above).
+    current = succession.make_current(store, manifest, basis, now, month)
+    together(store, clean_up, lambda: alongside(current))
     return current, False
 
 

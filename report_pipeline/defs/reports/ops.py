@@ -19,6 +19,7 @@ from report_pipeline.core.model.messages import (
     PublishedManifest,
     StagedReport,
 )
+from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.stage_decision import (
     ClaimLost,
     Decision,
@@ -228,8 +229,15 @@ def publish_manifest(
         keys = ", ".join(task.task.task_key for task in completed)
         context.log.warning(f"{len(completed)} planned task(s) had no result; done here: {keys}")
     archived = archived + completed
+    results: list[dg.AssetCheckResult] = []
+
+    def evaluate(published: Manifest) -> None:  # beside the working material's deletion
+        now, limits = utc_now(), checks.thresholds()
+        results[:] = month_check_results(store.get_store(), published, limits, now)
+
     manifest, reused = guarded(
-        context, lambda: publishing.publish(store.get_store(), staged, archived, retention)
+        context,
+        lambda: publishing.publish(store.get_store(), staged, archived, retention, evaluate),
     )
     key = manifest_key(manifest.report_id, manifest.parent_revision)  # the month's revision
     if manifest.parent_revision != staged.ref.revision and not reused:
@@ -239,12 +247,6 @@ def publish_manifest(
             "newer extractor); it was superseded at once"
         )
     published = PublishedManifest.of(manifest, key)
-    results = guarded(
-        context,
-        lambda: list(
-            month_check_results(store.get_store(), manifest, checks.thresholds(), utc_now())
-        ),
-    )
     metadata = manifest_metadata(manifest, key, reused)
     yield dg.Output(
         published, "result", metadata={**metadata, "tasks_completed_here": len(completed)}
