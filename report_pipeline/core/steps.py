@@ -39,7 +39,7 @@ from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.pdf.pages import Draws
 from report_pipeline.core.plan import walk
-from report_pipeline.core.plan.store import missing_tasks, plan, read_draws, write_draws
+from report_pipeline.core.plan.store import plan, read_draws, write_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
 from report_pipeline.core.storage.parallel_io import BackgroundPuts, together
@@ -237,25 +237,15 @@ def _decode(
                            f"{settings.decode.report_cpu_seconds:.0f} s)") from None  # fmt: skip
 
 
-def complete_plan(
-    store: Store, staged: StagedReport, archived: list[ArchivedTask], settings: PipelineSettings,
-    owner: str,
-) -> list[ArchivedTask]:  # fmt: skip
-    """Extract and archive here every planned task that has no result in `archived`.
+def complete_tasks(
+    store: Store, missing: list[PageTask], settings: PipelineSettings, owner: str
+) -> list[ArchivedTask]:
+    """Extract and archive here the planned tasks that have no result (`missing`: publishing
+    finds them in the plan, `publish(complete=...)`).
 
     The manifest must account for the plan, not for whatever reached this step. A re-execution
     from failure of a run whose worker died mid fan-out leaves out the mapped tasks that never
     started (Dagster selects only steps with a failed or unfinished attempt), and the collected
     list is then silently short. Both steps are idempotent, so doing them again is safe.
     """
-    if staged.reused:
-        return []
-    done = {task.task.task_key for task in archived}
-    published, missing = together(
-        store,
-        lambda: complete_manifest(store, staged.ref),
-        lambda: missing_tasks(store, staged.ref, done),
-    )  # one wait on S3 (the plan read is wasted only when a manifest is there)
-    if published is not None:
-        return []
     return [record_children(store, extract(store, task, settings, owner), 1)[0] for task in missing]

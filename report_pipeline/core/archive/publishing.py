@@ -12,7 +12,12 @@ from report_pipeline.core.archive import months, succession
 from report_pipeline.core.archive.carry import carried
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
-from report_pipeline.core.model.messages import ArchivedTask, ExtractedTask, StagedReport
+from report_pipeline.core.model.messages import (
+    ArchivedTask,
+    ExtractedTask,
+    PageTask,
+    StagedReport,
+)
 from report_pipeline.core.model.records import ChildRecord, Manifest, OutcomeRecord
 from report_pipeline.core.model.settings import RetentionPolicy
 from report_pipeline.core.model.store_json import complete_manifest
@@ -91,11 +96,14 @@ def publish(
     archived: list[ArchivedTask],
     retention: RetentionPolicy,
     alongside: Callable[[Manifest], object] = lambda _: None,
+    complete: Callable[[list[PageTask]], list[ArchivedTask]] | None = None,
 ) -> tuple[Manifest, bool]:
     """Write the revision's manifest once and make it the month's current revision; returns the
     month's manifest now and whether it was reused (nothing written). `alongside` is called
     once with that manifest before publish returns, side by side with the deletion of the
     working material when there is one (on S3: the month's checks wait on no deletion).
+    `complete` extracts and archives the planned tasks `archived` lacks (steps.complete_tasks),
+    found in the plan publish reads anyway, before the manifest is built.
 
     A report the month already holds (this revision, or one a review made of it) gets the
     month's manifest back unchanged. A new complete revision keeps the month's archive deadline
@@ -119,6 +127,12 @@ def publish(
         current = succession.make_current(store, existing, "", now)
         alongside(current)
         return current, True
+    if complete is not None and not staged.reused:
+        done = {task.task.task_key for task in archived}
+        plan = inputs[0] if inputs else read_plan(store, ref)
+        if missing := [task for task in plan.tasks if task.task_key not in done]:
+            archived = archived + complete(missing)
+            inputs = None  # their children are read with the others'
     inputs = inputs or _inputs(store, staged, archived)  # missing: say so now
     manifest = _built(store, staged, archived, retention, live, now, *inputs)
     complete = manifest.state == "complete"

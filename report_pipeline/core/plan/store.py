@@ -16,7 +16,7 @@ from report_pipeline.core.model.messages import PageTask, RevisionRef
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.pdf.pages import Draws, compact, expand
-from report_pipeline.core.plan.record import Plan, read_plan, write_plan
+from report_pipeline.core.plan.record import Plan, write_plan
 from report_pipeline.core.plan.sizing import group_pages, page_cost
 from report_pipeline.core.storage.store import MissingObject, Store
 
@@ -52,11 +52,6 @@ def plan(
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
     write_plan(store, ref, Plan(expected, streams or {}, queued_at, tuple(tasks)))
     return tasks
-
-
-def missing_tasks(store: Store, ref: RevisionRef, done: set[str]) -> list[PageTask]:
-    """Planned tasks whose key is not in `done` (the task keys that reached the manifest step)."""
-    return [task for task in read_plan(store, ref).tasks if task.task_key not in done]
 
 
 def write_draws(store: Store, ref: RevisionRef, draws: list[Draws]) -> None:

@@ -219,17 +219,13 @@ def publish_manifest(
     Planned tasks missing from `archived` are extracted and archived here first."""
     worker_settings = settings.settings()
     retention = worker_settings.retention
-    completed = guarded(
-        context,
-        lambda: steps.complete_plan(
-            store.get_store(), staged, archived, worker_settings, owner(context)
-        ),
-    )
-    if completed:
-        keys = ", ".join(task.task.task_key for task in completed)
-        context.log.warning(f"{len(completed)} planned task(s) had no result; done here: {keys}")
-    archived = archived + completed
     results: list[dg.AssetCheckResult] = []
+    completed: list[ArchivedTask] = []
+
+    def complete(missing: list[PageTask]) -> list[ArchivedTask]:
+        completed[:] = steps.complete_tasks(store.get_store(), missing, worker_settings,
+                                            owner(context))  # fmt: skip
+        return completed
 
     def evaluate(published: Manifest) -> None:  # beside the working material's deletion
         now, limits = utc_now(), checks.thresholds()
@@ -237,8 +233,13 @@ def publish_manifest(
 
     manifest, reused = guarded(
         context,
-        lambda: publishing.publish(store.get_store(), staged, archived, retention, evaluate),
+        lambda: publishing.publish(
+            store.get_store(), staged, archived, retention, evaluate, complete
+        ),
     )
+    if completed:
+        keys = ", ".join(task.task.task_key for task in completed)
+        context.log.warning(f"{len(completed)} planned task(s) had no result; done here: {keys}")
     key = manifest_key(manifest.report_id, manifest.parent_revision)  # the month's revision
     if manifest.parent_revision != staged.ref.revision and not reused:
         context.log.warning(
