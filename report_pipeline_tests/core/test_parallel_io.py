@@ -7,10 +7,12 @@ import threading
 
 import pytest
 
+from report_pipeline.core.storage import parallel_io
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.parallel_io import BackgroundPuts, io_workers, map_io
-from report_pipeline.core.storage.s3_store import S3Store
+from report_pipeline.core.storage.s3_store import IO_WORKERS, S3Store
 from report_pipeline.core.storage.store import TransientStorageError
+from report_pipeline.defs.deployment.s3_clients import S3ClientResource
 
 
 class Recorder:
@@ -72,4 +74,31 @@ def test_background_puts_are_all_done_on_exit_or_the_failure_is_raised():
 
 
 def test_s3_store_uses_its_client_pool(s3):
-    assert S3Store(s3.client, s3.bucket).io_workers == 8  # botocore's default pool: 10
+    assert S3Store(s3.client, s3.bucket).io_workers == 10  # botocore's default pool
+    production = S3ClientResource(endpoint_url=s3.endpoint).get_client()
+    assert S3Store(production, s3.bucket).io_workers == IO_WORKERS == 16
+
+
+def test_background_puts_hold_a_bounded_number_of_bytes(monkeypatch):
+    """Payloads waiting for upload stay within WAITING_BYTES; one larger goes alone."""
+    monkeypatch.setattr(parallel_io, "WAITING_BYTES", 100)
+    lock, held, seen = threading.Lock(), [], []
+
+    class Slow(Recorder):
+        def put_if_absent(self, key: str, data: bytes, md5: str = "") -> bool:
+            with lock:
+                held.append(len(data))
+                seen.append(list(held))
+            threading.Event().wait(0.02)  # long enough for the caller to try to add more
+            with lock:
+                held.remove(len(data))
+            return super().put_if_absent(key, data, md5)
+
+    store = Slow(8)
+    with BackgroundPuts(store) as uploads:
+        for n in range(6):
+            uploads.put_if_absent(f"archive/{n}.png", bytes(40))
+        uploads.put_if_absent("archive/big.png", bytes(500))
+    assert len(store.put) == 7 and uploads.created == 7
+    assert max(sum(now) for now in seen if 500 not in now) <= 100  # two of 40 at a time
+    assert [now for now in seen if 500 in now] == [[500]]  # the large one alone

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -41,20 +42,25 @@ def together(store: Any, *calls: Callable[[], Any]) -> list[Any]:
     return map_io(store, lambda call: call(), calls)
 
 
+WAITING_BYTES = 128 * 1024 * 1024  # payloads held for upload at once (one larger goes alone)
+
+
 class BackgroundPuts:
     """`put_if_absent` that may run behind the caller's loop (extraction uploads while it
     decodes); `created` counts the objects the calls created (absent before).
 
     Leaving the `with` block waits for every upload and raises the first failure; a failure
-    seen earlier is raised at the next call. At most two uploads per worker are waiting, so
-    payloads do not pile up in memory. On a store without `io_workers`, the store's own
-    `put_if_absent` is called in place.
+    seen earlier is raised at the next call. At most two uploads per worker are waiting, and
+    at most `WAITING_BYTES` of payloads (a larger one waits until it is alone), so payloads do
+    not pile up in memory. On a store without `io_workers`, the store's own `put_if_absent` is
+    called in place.
     """
 
     def __init__(self, store: Any) -> None:
         self.store, workers = store, io_workers(store)
         self._pool = ThreadPoolExecutor(workers, "store-put") if workers > 1 else None
-        self._slots = threading.BoundedSemaphore(2 * workers)
+        self._most, self._waiting, self._bytes = 2 * workers, 0, 0
+        self._room = threading.Condition()
         self._pending: list[Future] = []
         self._failed: BaseException | None = None
         self.created = 0
@@ -65,13 +71,20 @@ class BackgroundPuts:
             return
         if self._failed is not None:
             raise self._failed
-        self._slots.acquire()
+        with self._room:
+            self._room.wait_for(
+                lambda: not self._waiting
+                or (self._waiting < self._most and self._bytes + len(data) <= WAITING_BYTES)
+            )
+            self._waiting, self._bytes = self._waiting + 1, self._bytes + len(data)
         future = self._pool.submit(self.store.put_if_absent, key, data, md5)
-        future.add_done_callback(self._done)
+        future.add_done_callback(partial(self._done, size=len(data)))
         self._pending.append(future)
 
-    def _done(self, future: Future) -> None:
-        self._slots.release()
+    def _done(self, future: Future, size: int) -> None:
+        with self._room:
+            self._waiting, self._bytes = self._waiting - 1, self._bytes - size
+            self._room.notify_all()
         if not future.cancelled() and future.exception() is not None and self._failed is None:
             self._failed = future.exception()
 

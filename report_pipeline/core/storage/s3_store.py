@@ -16,7 +16,7 @@ refuses them, and a listing gives that MD5 back as the ETag (`ObjectInfo.md5`): 
 compares it with the MD5 recorded at upload instead of reading every object again. `put_file`
 streams the file once with a trailing CRC32 that S3 checks.
 
-Speed: each request waits on the network, so the store says `io_workers` (8, within the boto3
+Speed: each request waits on the network, so the store says `io_workers` (16, within the boto3
 client's connection pool; the client is thread-safe) and core runs a step's per-object calls
 side by side (`parallel_io`), and asks for less: one PutObject per archived object (extraction
 writes it straight to its content-addressed key), deletes in DeleteObjects batches of 1,000,
@@ -52,7 +52,10 @@ from report_pipeline.core.storage.store import (
 PRIVATE = {"ServerSideEncryption": "AES256"}
 _PLAIN_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')  # a single-part upload's ETag: the MD5
 DELETE_BATCH = 1000  # keys per DeleteObjects request
-IO_WORKERS = 8  # concurrent requests per step (see parallel_io), within the client's pool
+# concurrent requests per step (parallel_io), within the client's connection pool (the
+# production clients' is as large, defs/deployment/s3_clients.py; botocore's default is 10):
+# at 100 ms a round trip, 8 uploads at a time set the pace of a photo-heavy extraction
+IO_WORKERS = 16
 
 
 class S3Store:

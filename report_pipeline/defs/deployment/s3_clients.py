@@ -14,6 +14,7 @@ from botocore.utils import determine_content_length
 from dagster_aws.s3 import S3Resource
 from dagster_aws.utils import construct_boto_client_retry_config
 
+from report_pipeline.core.storage.s3_store import IO_WORKERS
 from report_pipeline.defs.deployment import library_seams
 
 # botocore retries throttling, 5xx and connection errors itself (standard mode) before the
@@ -29,6 +30,7 @@ LEAN = Config(
     request_checksum_calculation="when_required",
     response_checksum_validation="when_required",
     parameter_validation=False,
+    max_pool_connections=IO_WORKERS,  # a connection for each of a step's concurrent requests
 )
 
 
