@@ -258,6 +258,7 @@ def _explained(
             "unsupported_precision",
             f"/BitsPerComponent {bpc}: MuPDF decodes samples of 1, 2, 4, 8 or 16 bits only",
         )
+    fallback = shortfall.bad_text(fallback, said)
     if filters and filters[-1] in shortfall.BILEVEL:
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc

@@ -17,6 +17,8 @@ a component) leaves MuPDF short of samples however complete the stream is:
 A Flate or LZW stream whose predictor's rows (its /DecodeParms' /Colors, /BitsPerComponent and
 /Columns) are shorter than the image's leaves MuPDF short of samples however complete it is:
 `undecodable`, naming both row sizes (`predictor_rows`).
+ASCIIHex or ASCII85 data MuPDF calls bad ("bad data in ahxd", "bad data in a85d") is
+`undecodable` however far it runs (`bad_text`); the precheck finds it in a stream of its own.
 Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 
 from report_pipeline.core.validate import codestream
+from report_pipeline.core.validate.codestream import NOT_HEX
 from report_pipeline.core.validate.predictor import KEYS, PNG, TIFF
 from report_pipeline.core.validate.prefix import parm
 from report_pipeline.core.validate.quarantine import Quarantined
@@ -118,3 +121,22 @@ def predictor_rows(
         f"its predictor's rows (/Colors {colors} /BitsPerComponent {depth} /Columns {columns}) "
         f"hold {theirs} bytes, the image's {ours}: its parameters disagree",
     )
+
+
+_BAD_TEXT = {
+    "bad data in ahxd": NOT_HEX,
+    "bad data in a85d": "ASCII85Decode data holds a character outside its alphabet or a z "
+    "inside a five-character group",
+}
+
+
+def bad_text(fallback: Quarantined, said: str) -> Quarantined:
+    """`undecodable` for an image MuPDF padded after its ASCIIHex or ASCII85 decoder met bad
+    data (said in `said` with the character, which stays out of the detail); else
+    `fallback`."""
+    if fallback.reason != "truncated":
+        return fallback
+    for words, detail in _BAD_TEXT.items():
+        if words in said.lower():
+            return Quarantined("undecodable", detail)
+    return fallback
