@@ -152,11 +152,30 @@ def test_a_zlib_stream_libmagic_calls_a_tex_font_metric_is_still_flate():
 @pytest.mark.parametrize(
     ("codec", "data"),
     [("FlateDecode", jpeg()), ("DCTDecode", zlib.compress(b"x" * 50)),
-     ("JPXDecode", jpeg()), ("ASCIIHexDecode", b"0a1g>"), ("ASCII85Decode", b"abc{~>"),
+     ("JPXDecode", jpeg()),
      ("JBIG2Decode", b"\x00\x00\x00\x00\x3f\x00\x01\x00\x00\x00\x00")],
 )  # fmt: skip
 def test_bytes_of_another_format_are_a_signature_mismatch(codec, data):
     assert reason(validation.check_codec, codec, data) == "signature_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("codec", "data", "detail"),
+    [("ASCIIHexDecode", b"0a1g>", codestream.NOT_HEX), ("AHx", jpeg(), codestream.NOT_HEX),
+     ("ASCII85Decode", b"abc{~>", codestream.NOT_A85),
+     ("A85", b"<~87cUz RD]i~>", codestream.A85_Z_IN_GROUP)],
+)  # fmt: skip
+def test_ascii_data_with_a_character_its_decoder_refuses_is_undecodable(codec, data, detail):
+    """ASCIIHex and ASCII85 have no signature to mismatch: MuPDF calls such data bad ("bad data
+    in ahxd"). The detail names no source byte."""
+    with pytest.raises(Quarantined) as caught:
+        validation.check_codec(codec, data)
+    assert (caught.value.reason, caught.value.detail) == ("undecodable", detail)
+
+
+def test_an_ascii85_z_is_whole_groups_only():
+    assert codestream.text_fault("ASCII85Decode", b"z87cURz  zD]i~>") is None
+    assert codestream.text_fault("ASCII85Decode", b"87cURD]i~z>") is None  # past its end
 
 
 def test_an_empty_stream_is_truncated_and_unknown_codecs_are_not_checked():

@@ -258,14 +258,17 @@ def _explained(
             "unsupported_precision",
             f"/BitsPerComponent {bpc}: MuPDF decodes samples of 1, 2, 4, 8 or 16 bits only",
         )
+    fallback = shortfall.bad_text(fallback, said)
     if filters and filters[-1] in shortfall.BILEVEL:
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
         )
         return shortfall.malformed(fallback, said) if filters[-1] == "CCITTFaxDecode" else fallback
+    depth = bpc if bpc > 0 else 8  # none given, or 0: MuPDF reads 8
+    if filters[-1:] not in (("DCTDecode",), ("JPXDecode",)):  # samples as the stream holds them
+        fallback = _icc_alternate(doc, xref, fallback, depth)
     if filters[-1:] in (("FlateDecode",), ("LZWDecode",)):
         width = declared_int(doc, xref, "Width")[0]
-        depth = bpc if bpc > 0 else 8  # none given, or 0: MuPDF reads 8
         return shortfall.predictor_rows(fallback, parms[-1], components_of(doc, xref), depth, width)
     if not filters or filters[-1] != "DCTDecode":
         return fallback
@@ -274,7 +277,58 @@ def _explained(
         jpeg, whole = decode_prefix(raw, filters[:-1], parms[:-1]) if filters[1:] else (raw, True)
     except Quarantined:
         return fallback
+    spaces = _icc_spaces(doc, xref) if fallback.reason == "truncated" else None
+    if spaces is not None and whole and codestream.jpeg_reaches_eoi(jpeg):
+        components = _jpeg_components(jpeg)
+        fallback = shortfall.alternate(fallback, *spaces, components >= spaces[0])
     return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
+
+
+def _jpeg_components(jpeg: bytes) -> int:
+    try:
+        return codestream.jpeg_frame(jpeg)[1]
+    except Quarantined:
+        return 0
+
+
+def _icc_alternate(
+    doc: pymupdf.Document, xref: int, fallback: Quarantined, depth: int
+) -> Quarantined:
+    """An /ICCBased image MuPDF padded: when the colour space MuPDF loads for it (its
+    /Alternate, the profile unusable) takes more components than /N declares, and the stream
+    holds every sample /N makes (read through MuPDF's own filters, at most that many bytes,
+    thrown away as read), `colorspace_mismatch` (shortfall.alternate); else `fallback`."""
+    spaces = _icc_spaces(doc, xref) if fallback.reason == "truncated" else None
+    if spaces is None:
+        return fallback
+    declared, used = spaces
+    width, height = (declared_int(doc, xref, key)[0] for key in ("Width", "Height"))
+    if used <= declared or width < 1 or height < 1:  # read nothing that cannot tell
+        return fallback
+    need = height * ((width * declared * depth + 7) // 8)  # within the pixel cap: checked
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    try:
+        held = mupdf.fz_skip(mupdf.pdf_open_stream_number(pdf, xref), need)
+    except Exception:  # MuPDF raised on its data: nothing more to tell
+        return fallback
+    return shortfall.alternate(fallback, declared, used, held >= need)
+
+
+def _icc_spaces(doc: pymupdf.Document, xref: int) -> tuple[int, int] | None:
+    """(the components /N declares, those of the colour space MuPDF loads for it) for an image
+    in an /ICCBased colour space with an integer /N; None for any other. The space is loaded
+    as MuPDF's image loader loads it: no samples are read."""
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    image = mupdf.pdf_load_object(pdf, xref)
+    space = mupdf.pdf_dict_geta(image, mupdf.PDF_ENUM_NAME_ColorSpace, mupdf.PDF_ENUM_NAME_CS)
+    kind = mupdf.pdf_array_get(space, 0) if mupdf.pdf_is_array(space) else space
+    declared = components_of(doc, xref)
+    if mupdf.pdf_to_name(kind) != "ICCBased" or not declared:
+        return None
+    try:
+        return declared, mupdf.fz_colorspace_n(mupdf.pdf_load_colorspace(space))
+    except Exception:  # MuPDF raised on its colour space: nothing more to tell
+        return None
 
 
 def _corrupt_flate(fallback: Quarantined, ref: ImageRef) -> Quarantined:

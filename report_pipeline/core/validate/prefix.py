@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from report_pipeline.core.pdf.pages import canonical
 from report_pipeline.core.validate import predictor
+from report_pipeline.core.validate.codestream import A85_Z_IN_GROUP, NOT_A85, NOT_HEX
 from report_pipeline.core.validate.quarantine import Quarantined
 
 PREFIX_LIMIT = 256 * 1024
@@ -42,7 +43,7 @@ def ascii_hex(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
     try:
         return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode("ascii")), complete
     except (UnicodeDecodeError, ValueError):
-        raise Quarantined("undecodable", "ASCIIHexDecode: a character is not a hex digit") from None
+        raise Quarantined("undecodable", NOT_HEX) from None
 
 
 def ascii85(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
@@ -58,7 +59,7 @@ def ascii85(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
                 out += _a85_word(group, 4)
                 group = digits = 0
         else:
-            raise Quarantined("undecodable", f"ASCII85Decode: character {char:#04x}")
+            raise Quarantined("undecodable", A85_Z_IN_GROUP if char == 0x7A else NOT_A85)
         if len(out) >= limit:
             return bytes(out[:limit]), False
     return bytes(out + _a85_tail(group, digits)), True

@@ -17,6 +17,12 @@ a component) leaves MuPDF short of samples however complete the stream is:
 A Flate or LZW stream whose predictor's rows (its /DecodeParms' /Colors, /BitsPerComponent and
 /Columns) are shorter than the image's leaves MuPDF short of samples however complete it is:
 `undecodable`, naming both row sizes (`predictor_rows`).
+An /ICCBased image whose profile MuPDF cannot use (junk, or not of its /Alternate's kind, or of
+another /N) is drawn in its /Alternate: when that takes more components than /N declares and the
+stream holds every sample /N makes, the stream did not end early, the colour space MuPDF drew
+it in wants more: `colorspace_mismatch`, naming both counts (`alternate`).
+ASCIIHex or ASCII85 data MuPDF calls bad ("bad data in ahxd", "bad data in a85d") is
+`undecodable` however far it runs (`bad_text`); the precheck finds it in a stream of its own.
 Only a JPEG that ends before its EOI, and a short stream of any other codec, stays `truncated`.
 """
 
@@ -25,6 +31,7 @@ from __future__ import annotations
 import re
 
 from report_pipeline.core.validate import codestream
+from report_pipeline.core.validate.codestream import NOT_HEX
 from report_pipeline.core.validate.predictor import KEYS, PNG, TIFF
 from report_pipeline.core.validate.prefix import parm
 from report_pipeline.core.validate.quarantine import Quarantined
@@ -118,3 +125,36 @@ def predictor_rows(
         f"its predictor's rows (/Colors {colors} /BitsPerComponent {depth} /Columns {columns}) "
         f"hold {theirs} bytes, the image's {ours}: its parameters disagree",
     )
+
+
+def alternate(fallback: Quarantined, declared: int | None, used: int, whole: bool) -> Quarantined:
+    """`colorspace_mismatch` for an /ICCBased image MuPDF padded when it drew it in a colour
+    space of `used` components, its /Alternate, where /N declares `declared` (None when unknown)
+    and the stream holds every sample of `declared` components (`whole`). Else `fallback`."""
+    if fallback.reason != "truncated" or not declared or used <= declared or not whole:
+        return fallback
+    return Quarantined(
+        "colorspace_mismatch",
+        f"its /ICCBased colour space declares {declared} colour component"
+        f"{'s' * (declared != 1)} (/N {declared}) and the stream holds them all; MuPDF cannot "
+        f"use its ICC profile and draws it in its /Alternate, which takes {used}",
+    )
+
+
+_BAD_TEXT = {
+    "bad data in ahxd": NOT_HEX,
+    "bad data in a85d": "ASCII85Decode data holds a character outside its alphabet or a z "
+    "inside a five-character group",
+}
+
+
+def bad_text(fallback: Quarantined, said: str) -> Quarantined:
+    """`undecodable` for an image MuPDF padded after its ASCIIHex or ASCII85 decoder met bad
+    data (said in `said` with the character, which stays out of the detail); else
+    `fallback`."""
+    if fallback.reason != "truncated":
+        return fallback
+    for words, detail in _BAD_TEXT.items():
+        if words in said.lower():
+            return Quarantined("undecodable", detail)
+    return fallback

@@ -38,7 +38,10 @@ def check_size(length: int, limits: Limits) -> None:
 
 
 def check_codec(codec: str, data: bytes) -> str | None:
-    """The type name when ``data`` is what ``codec`` decodes; None when no exact check exists."""
+    """The type name when ``data`` is what ``codec`` decodes; None when no exact check exists.
+    Bytes a binary codec's signature rejects are `signature_mismatch`, named by libmagic;
+    ASCIIHex or ASCII85 data with a character its decoder refuses is `undecodable`: it has no
+    signature to mismatch, and MuPDF calls it bad data."""
     try:
         found = codestream.sniff(codec, data)
     except KeyError:
@@ -46,6 +49,8 @@ def check_codec(codec: str, data: bytes) -> str | None:
     if found is None:
         if not data:
             raise Quarantined("truncated", f"declared {codec} but the stream is empty")
+        if canonical(codec) in codestream.TEXT_CODECS:  # no magic bytes: bad data, as MuPDF says
+            raise Quarantined("undecodable", str(codestream.text_fault(codec, data)))
         named = magic.from_buffer(data[:4096], mime=True)
         raise Quarantined("signature_mismatch", f"declared {codec} but the bytes are {named}")
     return found
