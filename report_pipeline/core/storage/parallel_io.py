@@ -73,8 +73,10 @@ class BackgroundPuts:
             raise self._failed
         with self._room:
             self._room.wait_for(
-                lambda: not self._waiting
-                or (self._waiting < self._most and self._bytes + len(data) <= WAITING_BYTES)
+                lambda: (
+                    not self._waiting
+                    or (self._waiting < self._most and self._bytes + len(data) <= WAITING_BYTES)
+                )
             )
             self._waiting, self._bytes = self._waiting + 1, self._bytes + len(data)
         future = self._pool.submit(self.store.put_if_absent, key, data, md5)
