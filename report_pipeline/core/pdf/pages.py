@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -214,9 +215,15 @@ def declared_int(doc: pymupdf.Document, xref: int, key: str) -> tuple[int, str]:
 
 
 def _resolve(doc: pymupdf.Document, kind: str, value: str) -> tuple[str, str]:
-    if kind == "xref":
-        return "object", doc.xref_object(int(value.split()[0]), compressed=True)
-    return kind, value
+    """An entry given by reference as the object it names; a reference to no object (0 0 R, a
+    number past the xref, one PyMuPDF calls a bad xref) is null, as PDF and MuPDF read it."""
+    if kind != "xref":
+        return kind, value
+    number = int(value.split()[0])
+    if 0 < number < doc.xref_length():
+        with contextlib.suppress(RuntimeError):
+            return "object", doc.xref_object(number, compressed=True)
+    return "null", "null"
 
 
 def components_of(doc: pymupdf.Document, xref: int) -> int | None:

@@ -5,6 +5,8 @@ Used unchanged by the Dagster ops, the preview command and the benchmark's plain
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -76,6 +78,14 @@ def _subsampled(image: Image.Image) -> bool:
     return len({(h, v) for _, h, v, _ in getattr(image, "layer", None) or ()}) > 1
 
 
+def _file_bytes(doc: pymupdf.Document) -> float:
+    """The size of the file `doc` was opened from (unbounded for a document in memory)."""
+    try:
+        return os.path.getsize(doc.name) if doc.name else math.inf
+    except OSError:
+        return math.inf
+
+
 def _check_stream(
     doc: pymupdf.Document, xref: int, size: tuple[int, int],
     chain: tuple[tuple[str, ...], tuple[str, ...]], limits: Limits,
@@ -83,7 +93,9 @@ def _check_stream(
     """Size, signature, declared and header dimensions of one image stream, without decoding it.
     `chain`: its filters and their parameters (`filter_chain`)."""
     filters, parms = chain
-    validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
+    declared = declared_int(doc, xref, "Length")[0]
+    if declared <= _file_bytes(doc):  # a /Length past the file's end is no stream's: MuPDF
+        validation.check_size(max(0, declared), limits)  # finds where it ends, and so do we
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
     try:
