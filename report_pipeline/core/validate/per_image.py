@@ -166,7 +166,10 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
         if not stencil.m_internal:
             return None
         area = mupdf.FzIrect(mupdf.fz_infinite_irect)
-        pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, mupdf.FzMatrix())[0])
+        # drawn at its own size: MuPDF decodes an image for the scale its matrix asks, and at
+        # the identity (one unit) it subsampled the mask, which came back blurred or flat
+        full = mupdf.FzMatrix(stencil.m_internal.w, 0, 0, stencil.m_internal.h, 0, 0)
+        pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, full)[0])
     except MemoryError:
         raise MemoryError("MuPDF could not allocate the image's mask") from None
     except Exception as exc:  # MuPDF reports bad streams with several exception types
