@@ -75,3 +75,12 @@ def test_an_inline_image_whose_id_runs_into_its_data_is_skipped_as_mupdf_skips_i
     assert cut_off(b"q BI /W 2 /H 2 ID \x01\x02") == "inside an inline image"
     assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID/\x02\x03\x04 EI Q") == ""  # data from `/`
     assert cut_off(b"q BI /W 2 /H 2 /CS /G /BPC 8 ID(\x02") == "inside an inline image"
+
+
+def test_an_inline_dictionary_may_hold_a_reference_as_mupdf_parses_it():
+    """`BI … /SMask 3 0 R ID`: MuPDF reads the reference (and ignores it: "Ignoring invalid
+    inline image soft mask"), then the image's data, whatever it holds, to its `EI` (crafted
+    round 9: the data's `(` was taken for a string that never closes)."""
+    image = b"q BI /W 2 /H 2 /CS /G /BPC 8 /SMask 3 0 R ID \x01(\x03\x04 EI Q "
+    assert cut_off(image + b"q 9 0 0 9 0 0 cm /A Do Q") == ""
+    assert cut_off(b"q BI /W 2 /H 2 /SMask 3 0 R ID \x01(") == "inside an inline image"

@@ -31,8 +31,12 @@ _TOKENS = rb"(?:" + _SPACE + rb"|" + _OPERAND + rb")*+"
 _OPERATIONS = re.compile(rb"(?s)(?:" + _TOKENS + rb"(" + _OPERATOR + rb"))*+")
 _PENDING = re.compile(rb"(?s)" + _TOKENS)
 _BLANK = re.compile(rb"(?s)" + _SPACE + rb"*+")
-_INLINE_DICT = re.compile(rb"(?s)BI(?:" + _SPACE + rb"|" + _OPERAND + rb")*+ID[" + _WS + rb"]")
-_INLINE_OPERANDS = re.compile(rb"(?s)BI(?:" + _SPACE + rb"|" + _OPERAND + rb")*+")
+# an indirect reference (`3 0 R`): MuPDF's dictionary parser reads it, and an inline image's
+# ignores it ("Ignoring invalid inline image soft mask"), reading on to `ID`
+_REFERENCE = rb"\d++[" + _WS + rb"]++\d++[" + _WS + rb"]++R(?!" + _REGULAR + rb")"
+_IN_DICT = rb"(?:" + _SPACE + rb"|" + _REFERENCE + rb"|" + _OPERAND + rb")*+"
+_INLINE_DICT = re.compile(rb"(?s)BI" + _IN_DICT + rb"ID[" + _WS + rb"]")
+_INLINE_OPERANDS = re.compile(rb"(?s)BI" + _IN_DICT)
 _KEYWORD = re.compile(_REGULAR + rb"++")
 _INLINE_END = re.compile(rb"[" + _WS + rb"]EI(?![^" + _WS + _DELIMITERS + rb"])")
 _STRING_PART = re.compile(rb"(?s)\\.|[()]")
