@@ -70,56 +70,6 @@ class Clips:
             self.clipping = False
             self._clip()
 
-    @guarded
-    def op_f(self, ctx) -> None:
-        self._paint_path()
-        super().op_f(ctx)
-
-    @guarded
-    def op_F(self, ctx) -> None:
-        self._paint_path()
-        super().op_F(ctx)
-
-    @guarded
-    def op_fstar(self, ctx) -> None:
-        self._paint_path()
-        super().op_fstar(ctx)
-
-    @guarded
-    def op_S(self, ctx) -> None:
-        self._paint_path()
-        super().op_S(ctx)
-
-    @guarded
-    def op_s(self, ctx) -> None:
-        self._paint_path()
-        super().op_s(ctx)
-
-    @guarded
-    def op_B(self, ctx) -> None:
-        self._paint_path()
-        super().op_B(ctx)
-
-    @guarded
-    def op_Bstar(self, ctx) -> None:
-        self._paint_path()
-        super().op_Bstar(ctx)
-
-    @guarded
-    def op_b(self, ctx) -> None:
-        self._paint_path()
-        super().op_b(ctx)
-
-    @guarded
-    def op_bstar(self, ctx) -> None:
-        self._paint_path()
-        super().op_bstar(ctx)
-
-    @guarded
-    def op_n(self, ctx) -> None:
-        self._paint_path()
-        super().op_n(ctx)
-
     # -- clip text ---------------------------------------------------------------------------
     @guarded
     def op_Tr(self, ctx, render) -> None:
@@ -165,3 +115,20 @@ class Clips:
         if self.saved_clips:  # at the base of a stream, MuPDF ignores an unbalanced Q
             self.clips = self.saved_clips.pop()
         super().op_Q(ctx)
+
+
+def _applying_the_clip(name: str):
+    """The path-painting operator `name`: it applies a pending `W` (`_paint_path`), then paints
+    as the classes after Clips paint."""
+
+    @guarded
+    def op(self, ctx) -> None:
+        self._paint_path()
+        getattr(super(Clips, self), name)(ctx)
+
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+for _name in _PAINTS:
+    setattr(Clips, _name, _applying_the_clip(_name))
