@@ -94,8 +94,10 @@ def _check_stream(
     `chain`: its filters and their parameters (`filter_chain`)."""
     filters, parms = chain
     declared = declared_int(doc, xref, "Length")[0]
-    if declared <= _file_bytes(doc):  # a /Length past the file's end is no stream's: MuPDF
-        validation.check_size(max(0, declared), limits)  # finds where it ends, and so do we
+    # a /Length past the file's end is no stream's: MuPDF finds where it ends, and so do we
+    # (the file's size is asked only of a /Length over the cap)
+    if declared > limits.max_image_stream_bytes and declared <= _file_bytes(doc):
+        validation.check_size(declared, limits)
     raw = doc.xref_stream_raw(xref)
     validation.check_size(len(raw), limits)
     try:
