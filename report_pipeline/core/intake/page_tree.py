@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.model.wording import said
+
 MAX_DEPTH = 64  # real trees are a handful of levels deep
 MAX_NODES = 100_000  # visits of pages and intermediate nodes together (shared ones each time)
 _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
@@ -94,18 +96,13 @@ def _is_leaf(doc: pymupdf.Document, node: int, kids: list[int] | None) -> bool:
     raise BadPageTree(f"a {value} object sits in the page tree")
 
 
-def _said(error: Exception) -> str:
-    """What MuPDF said ("invalid key in dict"), without its error code, bounded."""
-    return re.sub(r"^code=\d+: ", "", str(error)).strip()[:120] or type(error).__name__
-
-
 def _root(doc: pymupdf.Document) -> int:
     catalog = doc.pdf_catalog()
     try:
         found = 0 < catalog < doc.xref_length() and doc.xref_get_keys(catalog)
         pages = doc.xref_get_key(catalog, "Pages") if found else None
     except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
-        raise NoCatalog(f"the document catalog cannot be read ({_said(error)})") from None
+        raise NoCatalog(f"the document catalog cannot be read ({said(error, 120)})") from None
     if not found:
         raise NoCatalog("the document catalog cannot be found")
     root = _ref(*pages)
@@ -158,4 +155,4 @@ def _children(doc: pymupdf.Document, node: int) -> list[int] | None:
         kids = _kids(doc, node)
         return None if _is_leaf(doc, node, kids) else (kids or [])
     except _UNPARSED as error:  # even repaired, MuPDF cannot parse it
-        raise BadPageTree(f"a page or page node cannot be read ({_said(error)})") from None
+        raise BadPageTree(f"a page or page node cannot be read ({said(error, 120)})") from None

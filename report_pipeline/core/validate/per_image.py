@@ -17,6 +17,7 @@ from pymupdf import mupdf
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.model.wording import said
 from report_pipeline.core.pdf.pages import (
     ImageRef,
     components_of,
@@ -235,13 +236,6 @@ def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None)
         padded = Quarantined("truncated", "MuPDF had to pad a short image stream")
         raise _explained(doc, xref, ref, padded, warnings)
     return image
-
-
-def said(exc: Exception) -> str:
-    """What MuPDF said when it raised ("Failed to read JPX header", without its error code),
-    or the exception's kind when it said nothing."""
-    message = re.sub(r"^code=\d+: ", "", str(exc)).strip()
-    return message[:200] or type(exc).__name__
 
 
 def _short(warnings: str) -> bool:
