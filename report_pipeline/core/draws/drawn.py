@@ -89,7 +89,9 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
         self.invocations = 0
         self.stopped: tuple[str, str] | None = None  # (reason, detail) once a limit is hit
         self.cookie = mupdf.FzCookie()  # shared by every stream run: aborting it stops them all
-        self.gtop = _GSTATE_START  # how deep MuPDF's renderer's graphics states are (GSTATE_TOP)
+        # how deep MuPDF's renderer's graphics states are where the running stream began
+        # (`gtop` adds the stream's own q's, GSTATE_TOP)
+        self.gbase = _GSTATE_START
         self.gpeak = self.gtop  # the deepest they went in the run being kept (`replays`)
         self.gstate_top = GSTATE_TOP
         self.aborted = False  # MuPDF's renderer stops drawing the page here (GSTATE_TOP)
@@ -108,15 +110,14 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
             self.abort_page(f"MuPDF stops drawing the page at it: {GSTATE_LIMIT} (over "
                             f"{GSTATE_TOP + 1:,})")  # fmt: skip
             return
-        self.gtop += 1
-        self.gpeak = max(self.gpeak, self.gtop)
         super().op_q(ctx)
+        self.gpeak = max(self.gpeak, self.gtop)
 
-    @guarded
-    def op_Q(self, ctx) -> None:
-        if self.saved_paints:  # at the base of a stream, MuPDF ignores an unbalanced Q
-            self.gtop -= 1
-        super().op_Q(ctx)
+    @property
+    def gtop(self) -> int:
+        """How deep MuPDF's renderer's graphics states are now: where the running stream began,
+        and a state for each `q` of its not yet restored (`Paints.saved_paints`)."""
+        return self.gbase + len(self.saved_paints)
 
     def abort_page(self, what: str) -> None:
         """MuPDF's renderer raises out of the page here: the running stream breaks off and
@@ -214,12 +215,12 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
         """Run `stream` in a graphics state of its own, as MuPDF saves and restores it: what it
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
-                 self.fonted, self.saved_fonts, self.base, self.text_base, self.gtop,
+                 self.fonted, self.saved_fonts, self.base, self.text_base, self.gbase,
                  self.clips, self.saved_clips, self.clipping)  # fmt: skip
         self.saved_clips, self.clipping = [], False
-        self.gtop = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
-        self.gpeak = max(self.gpeak, self.gtop)
+        self.gbase = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
+        self.gpeak = max(self.gpeak, self.gtop)
         (self.font, self.fonted), self.saved_fonts, self.text_base = font, [], text_base
         self.base = paint.ctm  # MuPDF's "gparent": what a pattern selected in it is based on
         self.path.append(kind)
@@ -235,7 +236,7 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
             self.active.pop()
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
-             self.saved_fonts, self.base, self.text_base, self.gtop, self.clips,
+             self.saved_fonts, self.base, self.text_base, self.gbase, self.clips,
              self.saved_clips, self.clipping) = outer  # fmt: skip
 
     def invoke(self) -> bool:
@@ -303,7 +304,7 @@ def page_draws(
     for annot in _annotations(pdf_page):
         if finder.aborted or not finder.invoke():
             break
-        finder.gtop = _GSTATE_START
+        finder.gbase = _GSTATE_START  # saved_paints starts empty (below)
         finder.reset_clips([])
         finder.path.append("annotation")
         finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
@@ -339,6 +340,7 @@ def _run_page(finder: DrawFinder, resources: mupdf.PdfObj, contents: mupdf.PdfOb
     first state (no pattern, soft mask or font; the page's transform); any more are ignored, as
     in a form."""
     finder.saved_paints, finder.saved_fonts = [finder.paint], [(None, False)]
+    finder.gbase = _GSTATE_START - 1  # the state saved before the page counts as its first
     finder.reset_clips([0])
     finder.running(
         parts(contents),
