@@ -90,10 +90,11 @@ class LatencyProxy:
             while data := client.recv(1 << 16):
                 with state.lock:
                     begins, state.client_turn = state.client_turn, False
-                if begins:
+                if begins:  # the trip, as the client waits for it, starts with the delay
+                    started = time.monotonic()
                     time.sleep(self.delay)
                     line = data.split(b"\r\n", 1)[0][:200].decode("latin-1")
-                    trip = Trip(time.monotonic(), time.monotonic(), line)
+                    trip = Trip(started, time.monotonic(), line)
                     with state.lock:
                         state.trip = trip
                     with self._lock:
