@@ -22,6 +22,7 @@ from report_pipeline.core.intake.month_report import (
     NotLatest,
     choose_for_run,
     opened_for_run,
+    reader,
 )
 from report_pipeline.core.intake.sources import ReportSource
 from report_pipeline.core.model.messages import PageTask, StagedReport
@@ -84,28 +85,35 @@ def stage_for_run(
 ) -> Decision:  # fmt: skip
     """Choose the month's report (the content that arrived last, or the file intake named),
     stage it, and claim its revision for this run. `on_revision` is told the revision once it is
-    known and before the claim (the op tags the run with it, so intake finds this run)."""
-    try:
-        chosen = choose_for_run(store, sources, asks.month, settings, owner, asks.source,
-                                asks.key, asks.source_hash)  # fmt: skip
-    except RefusedInput as refused:
-        if refused.code == NO_REPORT:  # an ordinary month with nothing in it
-            return NothingToStage(NO_REPORT, refused.message)
-        raise
-    if isinstance(chosen, NotLatest):
-        return NothingToStage("superseded", chosen.message)
-    if chosen.archived is not None:
-        on_revision(chosen.archived)
-        return Reused(chosen.archived)
-    with opened_for_run(sources, chosen, settings, owner) as path:
-        staged, tasks = steps.stage(
-            store, path, chosen.source, asks.month, len(chosen.file.superseded), settings, owner,
-            asks.pages_per_task, asks.target_units, expected_hash=chosen.sha256,
-            source_file=chosen.file,
-        )  # fmt: skip
-    on_revision(staged)
+    known and before the claim (the op tags the run with it, so intake finds this run). The
+    claim is written beside the plan; a month's first look stages the download it hashed."""
+    with reader(sources, settings, owner, keep=True) as read:
+        try:
+            chosen = choose_for_run(store, sources, asks.month, settings, owner, asks.source,
+                                    asks.key, asks.source_hash, read)  # fmt: skip
+        except RefusedInput as refused:
+            if refused.code == NO_REPORT:  # an ordinary month with nothing in it
+                return NothingToStage(NO_REPORT, refused.message)
+            raise
+        if isinstance(chosen, NotLatest):
+            return NothingToStage("superseded", chosen.message)
+        if chosen.archived is not None:
+            on_revision(chosen.archived)
+            return Reused(chosen.archived)
+        claimed: list[claims.Outcome] = []
+
+        def claim(staged: StagedReport) -> None:  # beside the plan's write: one wait on S3
+            claimed.append(claims.claim_in_run(store, staged.ref.revision, run.run_id,
+                                               run.claim_token, run.runs_of))  # fmt: skip
+
+        with opened_for_run(sources, chosen, settings, owner, read) as path:
+            staged, tasks = steps.stage(
+                store, path, chosen.source, asks.month, len(chosen.file.superseded), settings,
+                owner, asks.pages_per_task, asks.target_units, expected_hash=chosen.sha256,
+                source_file=chosen.file, known=on_revision, claim=claim,
+            )  # fmt: skip
     if staged.reused:
+        on_revision(staged)
         return Reused(staged)
-    claim = claims.claim_in_run(store, staged.ref.revision, run.run_id, run.claim_token,
-                                run.runs_of)  # fmt: skip
-    return Staged(staged, tasks, claim) if claim.won else ClaimLost(staged, claim)
+    (outcome,) = claimed
+    return Staged(staged, tasks, outcome) if outcome.won else ClaimLost(staged, outcome)

@@ -39,10 +39,10 @@ from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.pdf.pages import Draws
 from report_pipeline.core.plan import walk
-from report_pipeline.core.plan.store import plan, read_draws, write_draws
+from report_pipeline.core.plan.store import plan, read_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
-from report_pipeline.core.storage.parallel_io import BackgroundPuts, together
+from report_pipeline.core.storage.parallel_io import BackgroundPuts, meanwhile, together
 from report_pipeline.core.storage.store import Store
 
 
@@ -69,6 +69,8 @@ def stage(
     target_units: float = TaskSizing.target_units,
     expected_hash: str = "",
     source_file: SourceFile | None = None,
+    known: Callable[[StagedReport], None] = lambda _: None,
+    claim: Callable[[StagedReport], object] = lambda _: None,
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.
 
@@ -76,6 +78,12 @@ def stage(
     plan (expected images per page) is kept in the archive. A revision that already has a
     complete manifest is neither staged nor planned again. `source_file`: which file of the
     month folder this is, as intake chose it; staging adds its pages, bytes and sha256.
+    `known` is told the staged report once its pages are walked, before `claim`, which runs
+    beside the writes of the draws and the plan (stage_decision.py: the run's claim).
+
+    On S3 the work marker and then the staged source are written while the planning walk runs
+    (its child works on the local copy): a report the walk refuses leaves its staged copy to
+    the janitor, under the marker's short clock, as any run that fails after staging does.
     """
     with private_workdir(settings.work_root, lease_for(settings, owner)) as workdir:
         found = identify(source, workdir, source_name, month, settings, expected_hash)
@@ -91,15 +99,16 @@ def stage(
         )
         if any(found is not None for found in held):
             return replace(staged, reused=True), []  # the month holds it (publish says how)
-        walked = _image_counts(found.path, checked.pages, settings)
-        mark_work(store, ref, settings)
-        together(  # side by side on S3, both before the plan: a task never misses its draws
-            store,
-            lambda: store.put_file(ref.staged_key, found.path),
-            lambda: write_draws(store, ref, walked.draws),
-        )
+
+        def upload() -> None:  # the marker before the material it covers
+            mark_work(store, ref, settings)
+            store.put_file(ref.staged_key, found.path)
+
+        with meanwhile(store, upload):  # the staged source is in the store before the plan
+            walked = _image_counts(found.path, checked.pages, settings)
+    known(staged)
     tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
-                 walked.streams, walked.unread)  # fmt: skip
+                 walked.streams, walked.unread, walked.draws, (lambda: claim(staged),))  # fmt: skip
     return staged, tasks
 
 
@@ -193,9 +202,11 @@ def extract(
         with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
             for outcome, key, md5 in _decode(uploads, task, path, settings, planned, decoders):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
-    records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
-    outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
-    store_json.write_outcomes(store, outcomes_key, records)
+            records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
+            outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
+            # beside the last uploads: the step fails, and its retry writes both again, if any
+            # of them fails; only a successful step's outcomes are ever read
+            store_json.write_outcomes(store, outcomes_key, records)
     valid = sum(r.outcome.state == "validated" for r in records)
     quarantined = sum(r.outcome.state == "quarantined" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())

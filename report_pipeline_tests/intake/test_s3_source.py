@@ -12,6 +12,13 @@ from report_pipeline.core.intake.month_report import choose_for_run
 from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.submission import authorize
 from report_pipeline.core.model.settings import PipelineSettings
+from report_pipeline.core.stage_decision import (
+    ClaimLost,
+    RunAsks,
+    RunIdentity,
+    Staged,
+    stage_for_run,
+)
 from report_pipeline.core.storage.local_store import LocalStore
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
@@ -134,3 +141,30 @@ def test_on_s3_the_last_content_to_arrive_by_last_modified_is_the_months_report(
     again = chosen()
     assert again.sha256 == hashlib.sha256(new).hexdigest()
     assert (again.file.name, again.file.superseded) == ("report.pdf", ("report-again.pdf",))
+
+
+def test_a_months_first_look_stages_the_download_it_hashed(s3, tmp_path, clock):
+    """The run that first sees a report on S3 fetches it once: the download it hashed for the
+    month's ledger is the file it stages (checked against that sha256 again). A later run, whose
+    ledger knows the content, fetches it once too; nothing is left in the work root."""
+    month, data = clock.month(-2), fixture_pdf("repeated_image.pdf").read_bytes()
+    put(s3, {f"team/{month}/report.pdf": data})
+    source = S3PrefixSource("team", s3.bucket, "team", s3.client)
+    gets: list[str] = []
+    s3.client.meta.events.register(
+        "before-call.s3.GetObject", lambda params, **_: gets.append(params["url_path"])
+    )
+    store, settings = LocalStore(tmp_path / "store"), PipelineSettings(tmp_path / "work")
+
+    def run(run_id: str):
+        identity = RunIdentity(run_id, "", lambda token: [])
+        return stage_for_run(store, [source], settings, RunAsks(month), identity, run_id)
+
+    first = run("run-1")
+    assert isinstance(first, Staged) and first.claim.won
+    assert first.staged.ref.source_hash == hashlib.sha256(data).hexdigest()
+    assert gets == [f"/team/{month}/report.pdf"]
+    gets.clear()
+    assert isinstance(run("run-2"), ClaimLost)  # the ledger knows it: read once, to stage it
+    assert gets == [f"/team/{month}/report.pdf"]
+    assert not [p for p in (tmp_path / "work").rglob("*") if p.is_file()]

@@ -41,29 +41,60 @@ def month_entries(sources: Sequence[ReportSource], month: str) -> list[Entry]:
     return [entry for source in sources for entry in source.entries(month)]
 
 
+class Reader:
+    """A `Read` of files in `sources`: each streamed under the byte cap and hashed, in a private
+    workdir made at the first read. A remote source's download is removed once hashed, except
+    with `keep`: the last one stays (until the next read or the reader's end), so a run stages
+    the file it just hashed without fetching it again (`kept`)."""
+
+    def __init__(self, sources: Sequence[ReportSource], settings: PipelineSettings, owner: str,
+                 stack: ExitStack, keep: bool = False) -> None:  # fmt: skip
+        self._by_name = {source.name: source for source in sources}
+        self._settings, self._owner, self._stack, self._keep = settings, owner, stack, keep
+        self._workdir: Path | None = None
+        self._kept: tuple[ReportRef, str, Path] | None = None
+
+    def __call__(self, entry: Entry) -> tuple[str, int]:
+        cap = self._settings.limits.max_report_bytes
+        if self._workdir is None:
+            lease = lease_for(self._settings, self._owner)
+            self._workdir = self._stack.enter_context(
+                private_workdir(self._settings.work_root, lease)
+            )
+        self._drop()
+        with self._by_name[entry.ref.source].opened(entry.ref, self._workdir, cap) as path:
+            downloaded = path.is_relative_to(self._workdir)
+            try:
+                sha256, size = content_hash(path, cap)
+            except BaseException:
+                if downloaded:
+                    path.unlink(missing_ok=True)
+                raise
+            if downloaded and self._keep:
+                self._kept = (entry.ref, sha256, path)
+            elif downloaded:
+                path.unlink(missing_ok=True)
+            return sha256, size
+
+    def kept(self, ref: ReportRef | None, sha256: str) -> Path | None:
+        """The last download, if it is `ref`'s file and its bytes hashed to `sha256`."""
+        if self._kept is None or ref is None or self._kept[:2] != (ref, sha256):
+            return None
+        return self._kept[2]
+
+    def _drop(self) -> None:
+        if self._kept is not None:
+            self._kept[2].unlink(missing_ok=True)
+            self._kept = None
+
+
 @contextmanager
 def reader(
-    sources: Sequence[ReportSource], settings: PipelineSettings, owner: str
-) -> Iterator[Read]:
-    """A `Read` of files in `sources`: each streamed under the byte cap and hashed, in a private
-    workdir made at the first read (a remote source's download is removed once hashed)."""
-    by_name = {source.name: source for source in sources}
-    cap = settings.limits.max_report_bytes
+    sources: Sequence[ReportSource], settings: PipelineSettings, owner: str, keep: bool = False
+) -> Iterator[Reader]:
+    """A `Reader` whose workdir (and what it kept) is removed when the block ends."""
     with ExitStack() as stack:
-        workdir: list[Path] = []
-
-        def read(entry: Entry) -> tuple[str, int]:
-            if not workdir:
-                lease = lease_for(settings, owner)
-                workdir.append(stack.enter_context(private_workdir(settings.work_root, lease)))
-            with by_name[entry.ref.source].opened(entry.ref, workdir[0], cap) as path:
-                try:
-                    return content_hash(path, cap)
-                finally:
-                    if path.is_relative_to(workdir[0]):
-                        path.unlink(missing_ok=True)
-
-        yield read
+        yield Reader(sources, settings, owner, stack, keep)
 
 
 def look(
@@ -116,17 +147,20 @@ class NotLatest:
 def choose_for_run(
     store: Store, sources: Sequence[ReportSource], month: str, settings: PipelineSettings,
     owner: str, source: str = "", key: str = "", source_hash: str = "",
+    read: Reader | None = None,
 ) -> Chosen | NotLatest:  # fmt: skip
     """Inside a run: the month's report. Intake's run names its file (`source`, `key`) and bytes
     (`source_hash`); a UI launch or backfill names nothing. Raises `no_report` when the month's
     folders hold no report, `report_gone` when the latest report left them (and is not archived),
-    and the refusal of a file that cannot be read but may be the latest."""
+    and the refusal of a file that cannot be read but may be the latest. `read`: the run's
+    reader (one that keeps its last download for `opened_for_run`), else one of its own."""
     entries, ledger = together(  # the inbox's listing and the month's ledger: one wait on S3
         store, lambda: month_entries(sources, month), lambda: ledgers.load(store, month)
     )
     if not entries:
         raise RefusedInput(NO_REPORT, f"no report (*.pdf) for {month} in the inbox")
-    with reader(sources, settings, owner) as read:
+    with ExitStack() as stack:
+        read = read or stack.enter_context(reader(sources, settings, owner))
         decision = look(store, month, entries, [s.name for s in sources], read, ledger=ledger)
     report = decision.report
     mine = next((e for e in entries if key and (e.ref.source, e.ref.key) == (source, key)), None)
@@ -154,9 +188,18 @@ def choose_for_run(
 
 @contextmanager
 def opened_for_run(
-    sources: Sequence[ReportSource], chosen: Chosen, settings: PipelineSettings, owner: str
+    sources: Sequence[ReportSource],
+    chosen: Chosen,
+    settings: PipelineSettings,
+    owner: str,
+    read: Reader | None = None,
 ) -> Iterator[Path]:
-    """The chosen file's bytes, authorized again, in a private workdir for as long as needed."""
+    """The chosen file's bytes, authorized again, in a private workdir for as long as needed;
+    the download `read` kept of it when it just hashed it (a month's first look), which
+    staging checks against the same sha256."""
+    if read is not None and (kept := read.kept(chosen.ref, chosen.sha256)) is not None:
+        yield kept
+        return
     source = next(s for s in sources if s.name == chosen.source)
     lease = lease_for(settings, owner)
     with (

@@ -9,6 +9,7 @@ second time (core/pdf/pages.py `page_images`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 
 from report_pipeline.core.model import keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
@@ -18,6 +19,7 @@ from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.pdf.pages import Draws, compact, expand
 from report_pipeline.core.plan.record import Plan, write_plan
 from report_pipeline.core.plan.sizing import group_pages, page_cost
+from report_pipeline.core.storage.parallel_io import together
 from report_pipeline.core.storage.store import MissingObject, Store
 
 
@@ -31,10 +33,15 @@ def plan(
     store: Store, ref: RevisionRef, counts: list[tuple[int, int]], pages_per_task: int,
     target_units: float, decode: DecodeSettings, streams: dict[int, PageStreams] | None = None,
     unread: dict[int, tuple[int, int]] | None = None,
+    draws: list[Draws] | None = None,
+    alongside: Sequence[Callable[[], object]] = (),
 ) -> list[PageTask]:  # fmt: skip
     """The revision's tasks, and its plan in the store: the images expected per page (an inline
     image MuPDF never reads counts: it is recorded, `unread`), and the pages whose content
-    streams broke off (damaged) or were repaired (`streams`)."""
+    streams broke off (damaged) or were repaired (`streams`). With `draws`, every page's
+    draws are written beside it (a task whose draws are missing walks its pages again,
+    `read_draws`); `alongside`: other calls made beside them (one wait on S3), all done when
+    this returns."""
     queued_at = iso(utc_now())
     unread = unread or {}
     counts = [(images + unread.get(page, (0, 0))[0], pixels)
@@ -50,7 +57,13 @@ def plan(
         for g in groups
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
-    write_plan(store, ref, Plan(expected, streams or {}, queued_at, tuple(tasks)))
+    record = Plan(expected, streams or {}, queued_at, tuple(tasks))
+    together(
+        store,
+        lambda: draws is None or write_draws(store, ref, draws),
+        lambda: write_plan(store, ref, record),
+        *alongside,
+    )
     return tasks
 
 

@@ -8,8 +8,9 @@ test doubles) has none: its calls run one after another, in the same order, exac
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -40,6 +41,25 @@ def together(store: Any, *calls: Callable[[], Any]) -> list[Any]:
     """The results of `calls` (no arguments each), side by side when the store benefits: reads
     that do not depend on each other cost one round trip's wait, not one each."""
     return map_io(store, lambda call: call(), calls)
+
+
+@contextmanager
+def meanwhile(store: Any, call: Callable[[], Any]) -> Iterator[None]:
+    """Run `call` beside the `with` block when the store benefits (S3: its round trips cost the
+    block's wall time nothing), else after the block, in place, as plain code would. Leaving
+    the block waits for `call` and raises its failure; the block's own failure wins, once
+    `call` has ended (nothing it writes is left running behind the caller)."""
+    if io_workers(store) <= 1:
+        yield
+        call()
+        return
+    pool = ThreadPoolExecutor(1, thread_name_prefix="store-io")
+    future = pool.submit(call)
+    try:
+        yield
+    finally:
+        pool.shutdown(wait=True)
+    future.result()
 
 
 WAITING_BYTES = 128 * 1024 * 1024  # payloads held for upload at once (one larger goes alone)
