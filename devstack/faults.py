@@ -34,7 +34,8 @@ manifest, say) or lets it go on (a run held in flight while something else happe
 
 Counted faults: with `method` (and `counter`, a file, so every process and every store made for
 a step or a retry shares the count), the calls of that method numbered `after` to
-`after + failures - 1` fail (`kind` transient or permanent); with `watch` (a folder), the private
+`after + failures - 1` fail (`kind` transient or permanent); with `method_key` (a pattern), only
+the calls whose first key matches it count; with `watch` (a folder), the private
 workdirs it held at the first of them are written to `<counter>.seen`.
 """
 
@@ -68,7 +69,17 @@ T = TypeVar("T")
 FAULTS_ENV = "REPORT_PIPELINE_STORAGE_FAULTS"
 _NUMBERS = {"transient": float, "latency_ms": float, "seed": int, "window": int, "after": int,
             "failures": int, "hold_s": float}  # fmt: skip
-_TEXTS = {"journal", "method", "kind", "counter", "watch", "pause", "pause_method", "signal"}
+_TEXTS = {
+    "journal",
+    "method",
+    "method_key",
+    "kind",
+    "counter",
+    "watch",
+    "pause",
+    "pause_method",
+    "signal",
+}
 _WRITES = {"put_bytes", "put_file", "put_if_absent", "copy"}
 _FIELDS = {*_NUMBERS, *_TEXTS, "permanent"}
 
@@ -82,6 +93,7 @@ class FaultPlan:
     window: int = 8  # a faulty session fails its k-th call, k uniform in 1..window
     journal: str = ""  # a file: one JSON line per faulty draw, fault and put_if_absent
     method: str = ""  # counted faults: calls of this method (see module doc)
+    method_key: str = ""  # ...whose first key matches this pattern ("": every call)
     after: int = 0  # calls of `method` that succeed before the failures start
     failures: int = 0
     kind: str = "transient"  # or permanent
@@ -107,7 +119,7 @@ class FaultPlan:
 
 def parse_faults(spec: str) -> FaultPlan | None:
     """`transient=0.2,permanent=<pattern>,permanent=<pattern>,latency_ms=5,seed=7,window=8,
-    journal=<file>,method=delete,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>,
+    journal=<file>,method=delete,method_key=<pattern>,after=0,failures=2,kind=permanent,counter=<file>,watch=<folder>,
     pause=<pattern>,pause_method=fetch,signal=<file>,hold_s=600` (any subset, any order;
     `permanent` may repeat) → a FaultPlan; "" → None."""
     values: dict[str, Any] = {"permanent": []}
@@ -170,7 +182,8 @@ class FaultyStore:
             if any(fnmatchcase(key, pattern) for pattern in self.plan.permanent):
                 injected["permanent"] += 1
                 raise PermanentStorageError(f"injected permanent fault: {method} {key}")
-        if method == self.plan.method:
+        if method == self.plan.method and fnmatchcase(keys[0] if keys else "",
+                                                      self.plan.method_key or "*"):  # fmt: skip
             self._counted(method)
         held = method == self.plan.pause_method if self.plan.pause_method else method in _WRITES
         if self.plan.pause and held and fnmatchcase(keys[0], self.plan.pause):

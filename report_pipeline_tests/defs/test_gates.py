@@ -44,10 +44,10 @@ def test_gate1_duplicate_submission_produces_one_manifest(tmp_path, inbox, mater
 
 def test_gate2_transient_storage_timeout_is_retried_and_archived_once(tmp_path, inbox, materialize):
     inbox("repeated_image.pdf")
-    # the archive step's delete of its task's outcomes: the first delete of a run
+    # the archive step's write of its task's child records
     flaky = FaultyStoreResource(
-        root=str(tmp_path / "store"), method="delete_many", failures=2,
-        counter_file=str(tmp_path / "faults"),
+        root=str(tmp_path / "store"), method="put_bytes", method_key="archive/*/children/*",
+        failures=2, counter_file=str(tmp_path / "faults"),
     )  # fmt: skip
     result = materialize(store=flaky)
     assert result.success
@@ -116,10 +116,10 @@ def test_exhausted_transient_errors_become_a_dead_letter(tmp_path, inbox, materi
     then 1 s); its three waits here (0.5, 1 and 2 s, with jitter) count nothing more."""
     monkeypatch.setattr(dg.RetryPolicy, "calculate_delay", lambda self, attempt_num: 0)
     inbox("repeated_image.pdf")
-    # the archive step's delete of its task's outcomes
+    # the archive step's write of its task's child records
     down = FaultyStoreResource(
-        root=str(tmp_path / "store"), method="delete_many", failures=10**6,
-        counter_file=str(tmp_path / "faults"),
+        root=str(tmp_path / "store"), method="put_bytes", method_key="archive/*/children/*",
+        failures=10**6, counter_file=str(tmp_path / "faults"),
     )  # fmt: skip
     result = materialize(store=down)
     assert not result.success

@@ -18,6 +18,7 @@ class FaultyStoreResource(StoreResource):
     `<counter_file>.seen`."""
 
     method: str
+    method_key: str = ""  # only calls whose first key matches this pattern count
     failures: int
     transient: bool = True
     after: int = 0  # calls that succeed before the failures start
@@ -26,7 +27,8 @@ class FaultyStoreResource(StoreResource):
 
     def get_store(self) -> FaultyStore:
         plan = FaultPlan(
-            method=self.method, failures=self.failures, after=self.after,
+            method=self.method, method_key=self.method_key, failures=self.failures,
+            after=self.after,
             kind="transient" if self.transient else "permanent", counter=self.counter_file,
             watch=self.watch_dir,
         )  # fmt: skip

@@ -1,8 +1,8 @@
 """`report_manifest`'s job for re-execution tests, rebuilt by `dg.reconstructable` in any
 process (a run worker to kill, a re-execution). Its resources' roots are wired from the
 environment where the job is built (REPORT_PIPELINE_INBOX/STORE/WORK, as dg.EnvVar), as the
-project's are, and the store fails on demand (REEXEC_FAULT="<method>:<failures>", counted in
-<store>.faults)."""
+project's are, and the store fails on demand (REEXEC_FAULT="<method>:<failures>", or with
+":<key pattern>" only the calls on matching keys count; counted in <store>.faults)."""
 
 import os
 
@@ -36,9 +36,10 @@ class FaultOnDemandStore(StoreResource):
         store = super().get_store()
         if not (fault := os.environ.get(FAULT)):
             return store
-        method, failures = fault.split(":")
+        method, failures, *key = fault.split(":")  # a third part: the keys that count
         counter = f"{store.root}.faults"
-        plan = FaultPlan(method=method, failures=int(failures), kind="permanent", counter=counter)
+        plan = FaultPlan(method=method, method_key="".join(key), failures=int(failures),
+                         kind="permanent", counter=counter)  # fmt: skip
         return FaultyStore(store, plan)
 
 

@@ -88,7 +88,8 @@ def step_events(result: dg.ExecuteJobResult, kind: str) -> list[str]:
 
 
 def test_dead_letter_then_reexecute_from_failure(root, instance, monkeypatch):
-    monkeypatch.setenv(FAULT, "delete_many:1")  # the first archive step's delete of its outcomes
+    # the first archive step's write of its child records
+    monkeypatch.setenv(FAULT, "put_bytes:1:archive/*/children/*")
     with dg.execute_job(job(), instance, tags={"dagster/partition": MONTH}) as first:
         assert not first.success
         (failed,) = step_events(first, "STEP_FAILURE")

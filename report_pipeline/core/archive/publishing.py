@@ -73,14 +73,14 @@ def record_children(
     """Record the task's children in the archive: its images (and quarantined streams) are
     already there, written once each by extraction to their content-addressed keys (an outcomes
     file from the older layout, images in work/, is refused: re-run the partition). Idempotent:
-    a retry rewrites the same records."""
+    a retry rewrites the same records. The outcomes file is working material, deleted with the
+    rest of it once the manifest is complete (`publish`), or by the janitor."""
     task = extracted.task
     outcomes = store_json.read_outcomes(store, extracted.outcomes_key)
     tries = extracted.attempts + attempt - 1
     children = [_child(outcome, task.queued_at, tries, outcome.object_key) for outcome in outcomes]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
-    store_json.write_children(store, children_key, children)
-    store.delete_many([extracted.outcomes_key])  # S3: one request (delete asks HEAD first)
+    store_json.write_children(store, children_key, children)  # the outcomes stay: work/ material
     quarantined = sum(c.state == "quarantined" for c in children)
     archived = sum(c.state == "archived" for c in children)
     result = ArchivedTask(
