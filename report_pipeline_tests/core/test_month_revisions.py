@@ -149,6 +149,24 @@ def test_a_newer_extractor_replaces_the_revision_and_an_older_one_never_comes_ba
     assert len(month_record.history(store, MONTH)) == 2
 
 
+def test_the_revision_a_run_expects_is_used_only_while_the_month_names_it(store, tmp_path):
+    """manifest_table reads the revision its run published beside the month's record; once the
+    month names another revision, that one is the month's, as without the hint."""
+    pdf = fixture_pdf("truncated_jpeg.pdf")
+    first = run(store, pdf, tmp_path)
+    first_key = keys.manifest_key(first.report_id, first.parent_revision)
+    assert latest_archived(store, MONTH, first_key) == (first_key, first)
+    upgraded = run(store, pdf, tmp_path, version=NEXT)
+    upgraded_key = keys.manifest_key(upgraded.report_id, upgraded.parent_revision)
+    assert latest_archived(store, MONTH, first_key) == (upgraded_key, upgraded)
+    assert latest_archived(store, MONTH, upgraded_key) == (upgraded_key, upgraded)
+    assert latest_archived(store, clock_month_without_archive(), upgraded_key) is None
+
+
+def clock_month_without_archive() -> str:
+    return Clock(utc_now()).month(-3)
+
+
 def test_a_decision_on_a_damaged_page_carries_over_to_the_same_page(store, tmp_path, clock):
     """Page 1 accepted, page 2 rejected; a newer extractor reads the same broken bytes on the
     same pages for the same reason: both decisions carry over, page 3 still waits."""

@@ -15,6 +15,8 @@ import dagster as dg
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
+from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
+from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
@@ -47,8 +49,14 @@ FOLLOWS_REPORT_MANIFEST = (
 
 
 def _current_manifest(context: dg.AssetExecutionContext, store: Store) -> Manifest:
-    """The manifest of the month's current revision (the one truth: core/model/current.py)."""
-    found = latest_archived(store, context.partition_key)
+    """The manifest of the month's current revision (the one truth: core/model/current.py). In
+    the month's run, the revision the run staged is read beside the month's record: it is
+    almost always the one the record names (`latest_archived`'s `expected`)."""
+    run = context.instance.get_run_by_id(context.run.run_id)  # stage_report tags it once known
+    tags = run.tags if run is not None else {}
+    revision, report_id = tags.get(REVISION_TAG, ""), tags.get(REPORT_ID_TAG, "")
+    expected = manifest_key(report_id, revision) if revision and report_id else ""
+    found = latest_archived(store, context.partition_key, expected)
     if found is None:
         raise dg.Failure(f"nothing is archived for {context.partition_key}")
     return found[1]
