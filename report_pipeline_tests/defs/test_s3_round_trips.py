@@ -1,11 +1,12 @@
 """What a write costs in round trips to a real bucket, counted by the latency proxy the S3
 benchmark uses (devstack/latency_proxy.py, bench/s3_latency.py): a small write is one round
-trip; only a large body first waits for S3's `100 Continue`."""
+trip; only a large create-only body first waits for S3's `100 Continue`."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -56,3 +57,14 @@ def test_the_proxy_counts_concurrent_trips_as_one_wave(proxied):
     for n in range(3):
         put(store, f"archive/one-by-one-{n}.png", 1000)
     assert latency_proxy.waves(proxy.take_trips()) == 3
+
+
+def test_a_large_plain_upload_does_not_wait_for_continue(proxied, tmp_path: Path):
+    """The staged source (put_file) overwrites: S3 refuses it only when the setup is broken."""
+    proxy, store = proxied
+    path = tmp_path / "staged.pdf"
+    path.write_bytes(os.urandom(3 * CONTINUE_FROM_BYTES))
+    proxy.take_trips()
+    store.put_file("staged/r/rev.pdf", path)
+    assert len(proxy.take_trips()) == 1
+    assert store.get_bytes("staged/r/rev.pdf", 4 * CONTINUE_FROM_BYTES) == path.read_bytes()

@@ -35,8 +35,11 @@ LEAN = Config(
 
 
 # botocore asks S3 for `100 Continue` before every PutObject body (it turns even bytes into a
-# file): one more round trip per write, 30 ms or more on a real bucket. Worth it only where not
-# sending the body when S3 refuses the request saves real bytes; below this it is dropped.
+# file): one more round trip per write, 30 ms or more on a real bucket. Worth it only where S3
+# refuses the request as a matter of course and the body not sent is large: a create-only write
+# (If-None-Match) of an object that exists, from this size up. A plain overwrite (the staged
+# source, a multipart part) is refused only when the setup is broken (credentials, bucket), and
+# then one body sent in vain costs nothing worth a round trip on every upload.
 CONTINUE_FROM_BYTES = 1 << 20
 
 
@@ -44,7 +47,8 @@ def _continue_only_for_large_bodies(request: Any, **_: Any) -> None:
     """At `before-send`, once the request is signed (`Expect` is never signed)."""
     if "Expect" in request.headers:
         length = determine_content_length(request.body)
-        if length is not None and length < CONTINUE_FROM_BYTES:
+        small = length is not None and length < CONTINUE_FROM_BYTES
+        if small or "If-None-Match" not in request.headers:
             del request.headers["Expect"]
 
 
