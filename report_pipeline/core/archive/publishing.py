@@ -152,11 +152,15 @@ def publish(
             store, "working_material", ref.report_id, ref.revision, work_by, now, material
         )  # fmt: skip
 
-    # The deletion is independent once the revision is current: a crash before it leaves
-    # working material for the janitor (a crash before the record, a complete revision that a
-    # rerun makes current, above).
-    current = succession.make_current(store, manifest, basis, now, month)
-    together(store, clean_up, lambda: alongside(current))
+    def made_current() -> Manifest:
+        made = succession.make_current(store, manifest, basis, now, month)
+        alongside(made)
+        return made
+
+    # The deletion is independent once the manifest is complete, so it runs beside the month's
+    # record (one wait fewer on S3): a rerun makes a complete revision current without any
+    # working material (above), and a crash before the deletion leaves it to the janitor.
+    current, _ = together(store, made_current, clean_up)
     return current, False
 
 
