@@ -323,6 +323,8 @@ def _explained(
             f"/BitsPerComponent {bpc}: MuPDF decodes samples of 1, 2, 4, 8 or 16 bits only",
         )
     fallback = shortfall.bad_text(fallback, said)
+    if filters[:1] == ("ASCII85Decode",):  # within the stream cap: checked before the decode
+        fallback = shortfall.early_end(fallback, doc.xref_stream_raw(xref))
     if filters and filters[-1] in shortfall.BILEVEL:
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
