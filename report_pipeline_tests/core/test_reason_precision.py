@@ -152,6 +152,27 @@ def test_ascii_data_with_a_character_its_decoder_refuses_is_undecodable(filters,
     assert (outcome.reason, outcome.detail) == ("undecodable", detail)
 
 
+@pytest.mark.parametrize(
+    ("data", "reason", "opening"),
+    [(b"<~" + A85 + b"~>", "undecodable", True),  # PostScript's opening: MuPDF reads < as data
+     (b" <~" + A85, "undecodable", True),
+     (A85[:20] + b"~" + A85[20:] + b"~>", "undecodable", False),  # a ~ before more data
+     (A85[:20] + b"~", "truncated", False),  # the data ends at its ~: it is short
+     (A85[:20] + b"~>", "truncated", False)],
+    ids=["ps_opening", "ps_opening_no_end", "tilde_mid_data", "short_tilde", "short_marker"],
+)  # fmt: skip
+def test_ascii85_data_mupdf_ends_at_a_tilde_before_more_data_is_undecodable(data, reason, opening):
+    """MuPDF ends ASCII85 data at its first ~ ("bad eod marker in a85d" when no > follows) and
+    pads the image: the stream did not end early, the data goes on past that ~ (crafted round
+    10: `<~` was `truncated`, "MuPDF had to pad a short image stream"). Data that really ends
+    short stays `truncated`."""
+    outcome = outcome_of(b"/DeviceGray", data, b"/Filter/ASCII85Decode")
+    assert outcome.reason == reason
+    if reason == "undecodable":
+        assert outcome.detail.startswith("ASCII85Decode data holds a ~ that is not its end marker")
+        assert ("PostScript's <~" in outcome.detail) == opening
+
+
 def test_bad_ascii_data_past_the_prefix_is_undecodable_as_mupdf_says(tmp_path, store):
     """A Flate stream of ASCIIHex data whose bad character lies past the 256 KiB prefix the
     checks before the decode read: MuPDF's "bad data in ahxd" says it, through the pipeline."""

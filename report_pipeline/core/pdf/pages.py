@@ -206,12 +206,15 @@ def image_entry(doc: pymupdf.Document, xref: int, key: str) -> tuple[str, str]:
 def declared_int(doc: pymupdf.Document, xref: int, key: str) -> tuple[int, str]:
     """An integer entry of an object's dictionary, also given by reference or abbreviated as an
     image's may be: (its value, or -1 when it is none, and the entry as written, for a message:
-    "8.0", "null")."""
+    "8.7", "null"). A real number that is whole (8.0) is that integer, as MuPDF reads it."""
     kind, value = _resolve(doc, *image_entry(doc, xref, key))
     value = value.strip()
     if kind in {"int", "object"} and re.fullmatch(r"-?\d+", value):
         return int(value), value
-    return -1, repr(float(value)) if kind == "float" else value
+    if kind in {"float", "object"} and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)", value):
+        number = float(value)
+        return (int(number), value) if number.is_integer() else (-1, repr(number))
+    return -1, value
 
 
 def _resolve(doc: pymupdf.Document, kind: str, value: str) -> tuple[str, str]:

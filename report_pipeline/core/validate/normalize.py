@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 
 import pymupdf
-from PIL import Image
+from PIL import Image, ImageChops
 
 PNG_COMPRESS_LEVEL = 3  # measured: level 6 costs ~2x the time for ~8% fewer bytes
 # every ancillary chunk Pillow 13's PNG writer can take from `info` or the save call's options
@@ -39,7 +39,7 @@ def to_image(pix: pymupdf.Pixmap) -> Image.Image:
     """A decoded MuPDF pixmap as a Pillow image in L or RGB, or LA or RGBA where MuPDF's decode
     itself makes pixels transparent (a colour-key /Mask array, a JPX image's own alpha channel):
     the page does not show them. An image with an /SMask gets its alpha from the mask
-    (apply_soft_mask), which replaces this one."""
+    (apply_soft_mask), times this one, as MuPDF draws it."""
     if pix.alpha and pix.n == 1:  # a stencil mask: alpha only, no colour space
         return stencil_image(Image.frombytes("L", (pix.width, pix.height), pix.samples))
     alpha = None
@@ -69,11 +69,18 @@ def stencil_image(coverage: Image.Image) -> Image.Image:
     return coverage
 
 
-def apply_soft_mask(image: Image.Image, mask: Image.Image) -> Image.Image:
+def apply_soft_mask(image: Image.Image, mask: Image.Image, stencil: bool = False) -> Image.Image:
+    """The soft mask as the image's alpha, as MuPDF draws the image through it: times the alpha
+    the image has of its own (a JPX image's), and for a stencil (/ImageMask) times its coverage,
+    the stencil's coverage staying the archived image."""
     alpha = mask.convert("L")
     if alpha.size != image.size:
         alpha = alpha.resize(image.size, Image.Resampling.BILINEAR)
-    image = image.convert("LA" if image.mode == "L" else "RGBA")
+    if stencil:
+        return stencil_image(ImageChops.multiply(image.convert("L"), alpha))
+    if image.mode in {"LA", "RGBA"}:
+        alpha = ImageChops.multiply(image.getchannel("A"), alpha)
+    image = image.convert("LA" if image.mode in {"L", "LA"} else "RGBA")
     image.putalpha(alpha)
     return image
 

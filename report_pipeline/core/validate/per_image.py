@@ -184,6 +184,59 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
     return Image.frombytes("L", (pix.width, pix.height), bytes(pix.samples)[pix.n - 1 :: pix.n])
 
 
+def _soft_mask(doc: pymupdf.Document, ref: ImageRef, size: tuple[int, int]) -> Image.Image:
+    """The image's /SMask as MuPDF's renderer draws it over the image's `size`: loaded with the
+    image, as a mask (its own /ColorSpace ignored, one gray sample a pixel read from its data,
+    its /Decode applied), and a mask of another size scaled by MuPDF's draw device. Decoded as
+    an image of its own, a mask declared /DeviceRGB or /Indexed came out as colours made gray,
+    not the samples the page is drawn through, and one of another size was scaled by Pillow.
+    A mask MuPDF does not load or decode gets the reason its stream gives as an image."""
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    pymupdf.TOOLS.reset_mupdf_warnings()
+    try:
+        mask = mupdf.pdf_load_image(pdf, mupdf.pdf_new_indirect(pdf, ref.xref, 0)).mask()
+        if not mask.m_internal:
+            return _mupdf_decode(doc, ref.smask)
+        if (mask.m_internal.w, mask.m_internal.h) == size:
+            area = mupdf.FzIrect(mupdf.fz_infinite_irect)
+            full = mupdf.FzMatrix(size[0], 0, 0, size[1], 0, 0)
+            pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(mask, area, full)[0])
+        else:
+            pix = _drawn_mask(mask, size)
+    except MemoryError:
+        raise MemoryError("MuPDF could not allocate the image's soft mask") from None
+    except Exception as exc:  # MuPDF reports bad streams with several exception types
+        if _ALLOCATION_FAILED.search(str(exc)):
+            raise MemoryError("MuPDF could not allocate the image's soft mask") from None
+        _mupdf_decode(doc, ref.smask)  # the reason its stream gives, when it gives one
+        raise Quarantined(
+            "undecodable", f"MuPDF could not decode its /SMask: {said(exc)}"
+        ) from None
+    if _short(pymupdf.TOOLS.mupdf_warnings()):
+        _mupdf_decode(doc, ref.smask)
+        raise Quarantined("truncated", "MuPDF had to pad the image's short /SMask stream")
+    return Image.frombytes("L", (pix.width, pix.height), bytes(pix.samples)[:: pix.n])
+
+
+def _drawn_mask(mask: mupdf.FzImage, size: tuple[int, int]) -> pymupdf.Pixmap:
+    """`mask` drawn over `size` pixels by MuPDF's draw device, as the page draws a soft mask
+    of another size than its image: the coverage it leaves in an alpha-only pixmap."""
+    width, height = size
+    drawn = mupdf.fz_new_pixmap(mupdf.FzColorspace(), width, height, mupdf.FzSeparations(), 1)
+    mupdf.fz_clear_pixmap(drawn)
+    device = mupdf.fz_new_draw_device(mupdf.FzMatrix(), drawn)
+    white = mupdf.new_floats(1)
+    mupdf.floats_setitem(white, 0, 1.0)
+    try:
+        place = mupdf.FzMatrix(width, 0, 0, height, 0, 0)  # row 0 on top, a pixel a sample
+        gray = mupdf.fz_device_gray()
+        mupdf.fz_fill_image_mask(device, mask, place, gray, white, 1.0, mupdf.FzColorParams())
+        mupdf.fz_close_device(device)
+    finally:
+        mupdf.delete_floats(white)
+    return pymupdf.Pixmap(drawn)
+
+
 def _check_declared_size(doc: pymupdf.Document, xref: int, whose: str = "") -> None:
     """/Width and /Height must be integers (directly or by reference): say which is not, and
     `whose` (a mask's: "its /SMask's ")."""
@@ -270,6 +323,8 @@ def _explained(
             f"/BitsPerComponent {bpc}: MuPDF decodes samples of 1, 2, 4, 8 or 16 bits only",
         )
     fallback = shortfall.bad_text(fallback, said)
+    if filters[:1] == ("ASCII85Decode",):  # within the stream cap: checked before the decode
+        fallback = shortfall.early_end(fallback, doc.xref_stream_raw(xref))
     if filters and filters[-1] in shortfall.BILEVEL:
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
@@ -371,7 +426,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             image, notes = _strict_decode(doc, ref, raw, limits)
             image = image or _mupdf_decode(doc, ref.xref)
         if ref.smask:
-            image = normalize.apply_soft_mask(image, _mupdf_decode(doc, ref.smask))
+            stencil = image_entry(doc, ref.xref, "ImageMask")[1] == "true"
+            image = normalize.apply_soft_mask(image, _soft_mask(doc, ref, image.size), stencil)
         elif _explicit_mask(doc, ref):
             image = normalize.apply_stencil(image, _mask_coverage(doc, ref.xref))
         result = normalize.encode_png(image)

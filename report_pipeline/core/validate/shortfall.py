@@ -148,6 +148,23 @@ _BAD_TEXT = {
 }
 
 
+def early_end(fallback: Quarantined, data: bytes) -> Quarantined:
+    """`undecodable` for an image MuPDF padded because its ASCII85 data (`data`, the raw
+    stream) holds a `~` that is not its end marker `~>` before more data: MuPDF's decoder ends
+    the data at the `~` ("bad eod marker"), short of the image's samples, though the stream goes
+    on. PostScript's `<~` opening is one: MuPDF reads its `<` as data. Else `fallback`."""
+    at = data.find(b"~")
+    if fallback.reason != "truncated" or at < 0 or data[at + 1 : at + 2] in (b">", b""):
+        return fallback
+    opening = " (it opens with PostScript's <~, whose < MuPDF reads as data)"
+    return Quarantined(
+        "undecodable",
+        "ASCII85Decode data holds a ~ that is not its end marker ~> before more data"
+        f"{opening if data.lstrip().startswith(b'<~') else ''}: MuPDF ends the data there, "
+        "short of the image's samples",
+    )
+
+
 def bad_text(fallback: Quarantined, said: str) -> Quarantined:
     """`undecodable` for an image MuPDF padded after its ASCIIHex or ASCII85 decoder met bad
     data (said in `said` with the character, which stays out of the detail); else
