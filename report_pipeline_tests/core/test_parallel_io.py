@@ -102,3 +102,43 @@ def test_background_puts_hold_a_bounded_number_of_bytes(monkeypatch):
     assert len(store.put) == 7 and uploads.created == 7
     assert max(sum(now) for now in seen if 500 not in now) <= 100  # two of 40 at a time
     assert [now for now in seen if 500 in now] == [[500]]  # the large one alone
+
+
+def test_meanwhile_runs_after_the_block_on_a_store_that_does_not_benefit(tmp_path):
+    order: list[str] = []
+    with parallel_io.meanwhile(LocalStore(tmp_path), lambda: order.append("call")):
+        order.append("block")
+    assert order == ["block", "call"]
+
+
+def test_meanwhile_runs_beside_the_block_and_raises_its_failure_at_the_end():
+    started, order = threading.Event(), []
+
+    def call() -> None:
+        started.set()
+        order.append(threading.current_thread().name)
+
+    with parallel_io.meanwhile(Recorder(4), call):
+        assert started.wait(5)  # begun before the block ends
+    assert order and order[0] != threading.current_thread().name
+
+    def failing() -> None:
+        raise TransientStorageError("injected")
+
+    with (
+        pytest.raises(TransientStorageError, match="injected"),
+        parallel_io.meanwhile(Recorder(4), failing),
+    ):
+        pass
+
+
+def test_meanwhile_lets_the_blocks_failure_win_once_the_call_has_ended():
+    ended = threading.Event()
+
+    def slow() -> None:
+        ended.wait(0.2)
+        ended.set()
+
+    with pytest.raises(ValueError, match="block"), parallel_io.meanwhile(Recorder(4), slow):
+        raise ValueError("block")
+    assert ended.is_set()  # nothing left running behind the caller
