@@ -161,6 +161,25 @@ def test_the_revision_a_run_expects_is_used_only_while_the_month_names_it(store,
     assert latest_archived(store, MONTH, first_key) == (upgraded_key, upgraded)
     assert latest_archived(store, MONTH, upgraded_key) == (upgraded_key, upgraded)
     assert latest_archived(store, clock_month_without_archive(), upgraded_key) is None
+    # with the generation that named it: current while no later generation exists
+    assert latest_archived(store, MONTH, upgraded_key, 2) == (upgraded_key, upgraded)
+    assert latest_archived(store, MONTH, first_key, 1) == (upgraded_key, upgraded)
+
+
+def test_publish_tells_the_generation_that_names_the_manifest_it_returns(store, tmp_path):
+    pdf = fixture_pdf("truncated_jpeg.pdf")
+    settings = PipelineSettings(tmp_path / "work")
+    told: list[int] = []
+
+    def published() -> Manifest:
+        staged, tasks = stage(store, pdf, "inbox", MONTH, 0, settings, "test")
+        done = [record_children(store, extract(store, t, settings, "t"), 1)[0] for t in tasks]
+        return publish(store, staged, done, settings.retention, told=told.append)[0]
+
+    first = published()
+    again = published()  # the month holds it: reused, same generation
+    assert again == first and told == [1, 1]
+    assert month_record.head(store, MONTH).generation == 1
 
 
 def clock_month_without_archive() -> str:

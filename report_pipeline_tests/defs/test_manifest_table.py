@@ -14,6 +14,7 @@ from report_pipeline.defs.reports.manifest_table import (
     manifest_table,
     manifest_table_sensor,
 )
+from report_pipeline.defs.reports.ops import MONTH_GENERATION_TAG, PUBLISHED_MANIFEST_TAG
 from report_pipeline_tests.defs.conftest import materialization
 
 pytestmark = pytest.mark.slow
@@ -52,6 +53,10 @@ def test_one_row_per_image_occurrence_with_schema_and_row_count(
     (good,) = table[table["state"] == "archived"].to_dict("records")
     assert good["format"] == "png" and len(good["content_hash"]) == 64 and good["bytes"] > 0
     assert "x" in good["size"] and good["origin"] == "xobject"
+    # publish_manifest left where the month stands for the table step (one check, no listings)
+    tags = instance.get_run_by_id(result.run_id).tags
+    assert tags[PUBLISHED_MANIFEST_TAG] == materialization(result)["manifest_key"]
+    assert tags[MONTH_GENERATION_TAG] == "1"
 
 
 def test_a_rerun_of_the_same_revision_writes_nothing(inbox, instance, resources, tmp_path):

@@ -97,13 +97,16 @@ def publish(
     retention: RetentionPolicy,
     alongside: Callable[[Manifest], object] = lambda _: None,
     complete: Callable[[list[PageTask]], list[ArchivedTask]] | None = None,
+    told: Callable[[int], None] = lambda _: None,
 ) -> tuple[Manifest, bool]:
     """Write the revision's manifest once and make it the month's current revision; returns the
     month's manifest now and whether it was reused (nothing written). `alongside` is called
     once with that manifest before publish returns, side by side with the deletion of the
     working material when there is one (on S3: the month's checks wait on no deletion).
     `complete` extracts and archives the planned tasks `archived` lacks (steps.complete_tasks),
-    found in the plan publish reads anyway, before the manifest is built.
+    found in the plan publish reads anyway, before the manifest is built. `told`: the
+    generation of the month's record that names the manifest returned, when publish learns it
+    (manifest_table checks only that no later generation exists).
 
     A report the month already holds (this revision, or one a review made of it) gets the
     month's manifest back unchanged. A new complete revision keeps the month's archive deadline
@@ -121,10 +124,12 @@ def publish(
     )  # one wait for all three on S3; the inputs are wasted only on a rerun
     live = month.manifest if month and month.live else None
     if live is not None and months.holds(live, ref):
+        if month is not None and month.head is not None:
+            told(month.head.generation)
         alongside(live)
         return live, True
     if existing is not None:  # written, but a crash left it short of the month's
-        current = succession.make_current(store, existing, "", now)
+        current = succession.make_current(store, existing, "", now, told=told)
         alongside(current)
         return current, True
     if complete is not None and not staged.reused:
@@ -153,7 +158,7 @@ def publish(
         )  # fmt: skip
 
     def made_current() -> Manifest:
-        made = succession.make_current(store, manifest, basis, now, month)
+        made = succession.make_current(store, manifest, basis, now, month, told)
         alongside(made)
         return made
 

@@ -9,6 +9,7 @@ another arrival has since replaced) is itself superseded by the month's current 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -75,14 +76,16 @@ _UNSEEN = object()  # make_current's `seen` when the caller read nothing
 
 
 def make_current(
-    store: Store, new: Manifest, basis: str, now: datetime, seen: object = _UNSEEN
-) -> Manifest:
+    store: Store, new: Manifest, basis: str, now: datetime, seen: object = _UNSEEN,
+    told: Callable[[int], None] = lambda _: None,
+) -> Manifest:  # fmt: skip
     """Make the complete revision `new` the month's current one, unless the month's current
     revision is newer; returns the month's manifest now. `new` was built on the month's
     revision `basis` ("" for none: decisions carried, its deadline kept); if another revision
     landed meanwhile, that one's decisions are carried before `new` replaces it. `seen`: the
     month as the caller just read it (`months.current(..., besides=new)`, None included),
-    saving a read."""
+    saving a read. `told`: the generation of the month's record that names the manifest
+    returned, when one does (core/model/current.py)."""
     unrecorded = False  # the month had no record: revisions may have piled up beside it
     for attempt in range(_TRIES):
         now_current = seen if attempt == 0 and seen is not _UNSEEN else months.current(
@@ -90,12 +93,17 @@ def make_current(
         )  # fmt: skip
         assert now_current is None or isinstance(now_current, months.Current)
         old = now_current.manifest if now_current and now_current.live else None
+        head = now_current.head if now_current else None
         if old is not None and old.parent_revision == new.parent_revision:
+            if head is not None:
+                told(head.generation)
             return new  # already the month's (a rerun)
         if attempt and _expired(store, new):
             return old or new  # superseded while it waited: the month moved on
         if old is not None and not is_newer(new, old):
             supersede(store, new, old.parent_revision, now)
+            if head is not None:
+                told(head.generation)
             return old
         if now_current is not None and now_current.head is None:  # before records: adopt it
             unrecorded = True
@@ -107,6 +115,7 @@ def make_current(
             store_json.write_manifest(store, key, new)
         before = now_current.head if now_current else None
         if month_record.advance(store, before, head_for(new, old, now)):
+            told(before.generation + 1 if before else 1)
             if unrecorded:
                 settle(store, new, now)
             elif old is not None:

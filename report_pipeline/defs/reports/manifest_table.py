@@ -15,14 +15,13 @@ import dagster as dg
 
 from report_pipeline.core.archive.months import latest_archived
 from report_pipeline.core.archive.table import COLUMNS, rows, write_table
-from report_pipeline.core.intake.submission import REPORT_ID_TAG, REVISION_TAG
-from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import StoreResource
 from report_pipeline.defs.reports.assets import report_manifest
 from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded
+from report_pipeline.defs.reports.ops import MONTH_GENERATION_TAG, PUBLISHED_MANIFEST_TAG
 
 SCHEMA = dg.TableSchema(
     columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in COLUMNS]
@@ -50,13 +49,18 @@ FOLLOWS_REPORT_MANIFEST = (
 
 def _current_manifest(context: dg.AssetExecutionContext, store: Store) -> Manifest:
     """The manifest of the month's current revision (the one truth: core/model/current.py). In
-    the month's run, the revision the run staged is read beside the month's record: it is
-    almost always the one the record names (`latest_archived`'s `expected`)."""
-    run = context.instance.get_run_by_id(context.run.run_id)  # stage_report tags it once known
+    the month's run, publish_manifest tagged the run with the manifest it left current and the
+    generation of the month's record that names it: that manifest is read beside a check that
+    no later generation exists (`latest_archived`). A run without those tags reads the month."""
+    run = context.instance.get_run_by_id(context.run.run_id)  # tagged during the run
     tags = run.tags if run is not None else {}
-    revision, report_id = tags.get(REVISION_TAG, ""), tags.get(REPORT_ID_TAG, "")
-    expected = manifest_key(report_id, revision) if revision and report_id else ""
-    found = latest_archived(store, context.partition_key, expected)
+    generation = tags.get(MONTH_GENERATION_TAG, "")
+    found = latest_archived(
+        store,
+        context.partition_key,
+        tags.get(PUBLISHED_MANIFEST_TAG, ""),
+        int(generation) if generation.isdigit() else 0,
+    )
     if found is None:
         raise dg.Failure(f"nothing is archived for {context.partition_key}")
     return found[1]

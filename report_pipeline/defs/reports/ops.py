@@ -67,6 +67,12 @@ class StageReportConfig(dg.Config):
     )
 
 
+# Where publish_manifest left the month: the manifest now current and the generation of the
+# month's record that names it (core/model/current.py); manifest_table reads them.
+PUBLISHED_MANIFEST_TAG = "report_pipeline/published_manifest"
+MONTH_GENERATION_TAG = "report_pipeline/month_generation"
+
+
 def stage_report_run_config(stage_config: dict) -> dict:
     """Run config that gives `stage_report` (inside the graph asset) its config."""
     return {"ops": {"report_manifest": {"ops": {"stage_report": {"config": stage_config}}}}}
@@ -231,10 +237,11 @@ def publish_manifest(
         now, limits = utc_now(), checks.thresholds()
         results[:] = month_check_results(store.get_store(), published, limits, now)
 
+    generation: list[int] = []
     manifest, reused = guarded(
         context,
         lambda: publishing.publish(
-            store.get_store(), staged, archived, retention, evaluate, complete
+            store.get_store(), staged, archived, retention, evaluate, complete, generation.append
         ),
     )
     if completed:
@@ -246,6 +253,11 @@ def publish_manifest(
             f"revision {staged.ref.revision} did not become the month's: {manifest.month} "
             f"holds revision {manifest.parent_revision}, of a report that arrived later (or a "
             "newer extractor); it was superseded at once"
+        )
+    if generation and manifest.state == "complete":  # for manifest_table, later in the run
+        context.instance.add_run_tags(
+            context.run.run_id,
+            {PUBLISHED_MANIFEST_TAG: key, MONTH_GENERATION_TAG: str(generation[-1])},
         )
     published = PublishedManifest.of(manifest, key)
     metadata = manifest_metadata(manifest, key, reused)
