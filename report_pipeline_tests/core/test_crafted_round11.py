@@ -1,16 +1,21 @@
 """Classes from the eleventh crafted round (issue 30), each against MuPDF's drawing device:
-`BI … EI` inside a comment or a string is no inline image."""
+`BI … EI` inside a comment or a string is no inline image; a filter name MuPDF does not know is
+passed through."""
 
 from __future__ import annotations
+
+import zlib
 
 import pymupdf
 import pytest
 
-from fixtures._objects import Objects, image
+from fixtures._objects import Objects, image, stream
 from fixtures._verify_draws import device_draws
 from report_pipeline.core.draws.operators import inline_images
-from report_pipeline.core.pdf.pages import walk_page
+from report_pipeline.core.model.settings import Limits
+from report_pipeline.core.pdf.pages import filter_chain, page_images, walk_page
 from report_pipeline.core.plan import walk
+from report_pipeline.core.validate import per_image
 
 
 @pytest.mark.parametrize(
@@ -39,3 +44,28 @@ def test_an_inline_image_in_a_comment_or_a_string_is_no_record():
         refs, _ = walk_page(doc, 1)
         assert len(refs) == device_draws(doc[0]) == 1
         assert walk._unread_inline_images(doc, 1, refs) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [b"[/FooDecode/FlateDecode]", b"[/FlateDecode/FooDecode]", b"/FooDecode", b"[/X#20Y/Fl]"],
+)
+def test_a_filter_name_mupdf_does_not_know_is_passed_through(chain):
+    """MuPDF says "unknown filter name (FooDecode)" and decodes the rest of the chain: the
+    image it draws is archived as it draws it. Before a known filter it was `undecodable`
+    ("FooDecode cannot be decoded before another filter")."""
+    samples = bytes(range(0, 256, 4))
+    data = samples if chain == b"/FooDecode" else zlib.compress(samples)
+    o = Objects()
+    drawn = o.add(stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"
+                         b"/BitsPerComponent 8/Filter%s" % chain, data))  # fmt: skip
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        assert filter_chain(doc, ref.xref)[0] == (
+            () if chain == b"/FooDecode" else ("FlateDecode",)
+        )
+        processed = per_image.process_image(doc, ref, Limits())
+        assert processed.outcome.state == "validated", processed.outcome
+        pixmap = pymupdf.Pixmap(doc, ref.xref)
+        assert pixmap.samples == samples

@@ -29,6 +29,13 @@ ALIASES = {
 }  # fmt: skip
 
 
+# every filter MuPDF's stream builder knows (1.28, canonical names); it passes any other through
+MUPDF_FILTERS = frozenset(ALIASES.values()) | {
+    "ASCIIHexDecode", "ASCII85Decode", "LZWDecode", "FlateDecode", "RunLengthDecode",
+    "CCITTFaxDecode", "DCTDecode", "JBIG2Decode", "JPXDecode", "BrotliDecode", "Br", "Crypt",
+}  # fmt: skip
+
+
 def canonical(name: str) -> str:
     return ALIASES.get(name, name)
 
@@ -99,12 +106,13 @@ def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tup
     names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
     texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
     # MuPDF passes a /Crypt filter through in a document that is not encrypted, whatever it names,
-    # and an entry of the chain that is no name (null, a number: "unknown filter name ()")
+    # and an entry of the chain that is no name (null, a number: "unknown filter name ()") or a
+    # name it does not know ("unknown filter name (FooDecode)")
     plain = doc.xref_get_key(-1, "Encrypt")[0] == "null"
     chain = [
         (n, t)
         for n, t in zip(names, texts, strict=True)
-        if n != "?" and not (n == "Crypt" and (plain or _identity(t)))
+        if n in MUPDF_FILTERS and not (n == "Crypt" and (plain or _identity(t)))
     ]
     return tuple(n for n, _ in chain), tuple(t for _, t in chain)
 
