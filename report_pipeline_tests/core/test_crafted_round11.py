@@ -1,6 +1,6 @@
-"""Classes from the eleventh crafted round (issue 30), each against MuPDF's drawing device:
-`BI … EI` inside a comment or a string is no inline image; a filter name MuPDF does not know is
-passed through."""
+"""Classes from the eleventh crafted round (issue 30), each against MuPDF's drawing device: an
+uncoloured (`d1`) Type3 glyph that selects a pattern paints no pattern; `BI … EI` inside a
+comment or a string is no inline image; a filter name MuPDF does not know is passed through."""
 
 from __future__ import annotations
 
@@ -16,6 +16,41 @@ from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.pdf.pages import filter_chain, page_images, walk_page
 from report_pipeline.core.plan import walk
 from report_pipeline.core.validate import per_image
+
+
+def _glyph_page(glyph: bytes) -> bytes:
+    """A page showing one glyph of a Type3 font whose resources hold a pattern whose cell draws
+    an image; `glyph` is its procedure."""
+    o = Objects()
+    drawn = o.add(image(40))
+    pattern = o.add(stream(b"/PatternType 1/PaintType 1/TilingType 1/BBox[0 0 1000 1000]"
+                           b"/XStep 1000/YStep 1000/Resources<</XObject<</T %d 0 R>>>>" % drawn,
+                           b"q 1000 0 0 1000 0 0 cm /T Do Q"))  # fmt: skip
+    proc = o.add(stream(b"", glyph))
+    font = o.add(b"<</Type/Font/Subtype/Type3/FontBBox[0 0 1000 1000]"
+                 b"/FontMatrix[0.001 0 0 0.001 0 0]/CharProcs<</g %d 0 R>>"
+                 b"/Encoding<</Type/Encoding/Differences[65/g]>>/FirstChar 65/LastChar 65"
+                 b"/Widths[1000]/Resources<</Pattern<</P %d 0 R>>>>>>"
+                 % (proc, pattern))  # fmt: skip
+    o.page(b"<</Font<</T3 %d 0 R>>>>" % font, b"BT /T3 50 Tf 20 20 Td (AA) Tj ET")
+    return o.pdf()
+
+
+@pytest.mark.parametrize(
+    ("glyph", "drawn"),
+    [
+        (b"1000 0 d0 /Pattern cs /P scn 0 0 800 800 re f", 2),  # coloured: a cell per glyph
+        (b"1000 0 0 0 1000 1000 d1 /Pattern cs /P scn 0 0 800 800 re f", 0),  # a mask
+        (b"1000 0 0 0 1000 1000 d1 /P scn 0 0 800 800 re f", 0),
+        (b"1000 0 0 0 1000 1000 d1 /Pattern CS /P SCN 0 0 800 800 re S", 0),
+    ],
+)  # fmt: skip
+def test_an_uncoloured_glyph_paints_no_pattern_it_selects(glyph, drawn):
+    """MuPDF ignores every colour operator of a `d1` glyph (it paints as a mask in the text's
+    colour): the pattern it selects never runs. Its images were records, one per glyph."""
+    with pymupdf.open(stream=_glyph_page(glyph), filetype="pdf") as doc:
+        assert device_draws(doc[0]) == drawn
+        assert len(page_images(doc, 1)) == drawn
 
 
 @pytest.mark.parametrize(
