@@ -4,6 +4,7 @@ comment or a string is no inline image; a filter name MuPDF does not know is pas
 
 from __future__ import annotations
 
+import base64
 import zlib
 
 import pymupdf
@@ -104,3 +105,26 @@ def test_a_filter_name_mupdf_does_not_know_is_passed_through(chain):
         assert processed.outcome.state == "validated", processed.outcome
         pixmap = pymupdf.Pixmap(doc, ref.xref)
         assert pixmap.samples == samples
+
+
+def test_inline_ascii85_data_ended_by_a_stray_tilde_is_undecodable_not_truncated():
+    """MuPDF decodes an inline image's ASCII85 layer while it parses the page and ends it at
+    its first `~` ("bad eod marker"): a PostScript `<~` opening (whose `<` it reads as data),
+    or a `~` before more data, leaves the image short however complete its text is, as for an
+    image object (`undecodable`); it was `truncated`. Text that ends at `~>` short of the
+    image's samples stays `truncated`."""
+    samples = bytes(range(0, 256, 4))
+    text = base64.a85encode(samples)
+    inline_images_drawn = [b"<~" + text + b"~>", text[:20] + b"~" + text[20:] + b"~>",
+                           text[:40] + b"~>"]  # fmt: skip
+    o = Objects()
+    o.page(b"<<>>", b" ".join(b"q 10 0 0 10 0 0 cm BI /W 8 /H 8 /CS /G /BPC 8 /F /A85 ID %s EI Q"
+                              % data for data in inline_images_drawn))  # fmt: skip
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        refs = page_images(doc, 1)
+        outcomes = [per_image.process_image(doc, ref, Limits()).outcome for ref in refs]
+    assert [(x.state, x.reason) for x in outcomes] == [
+        ("quarantined", "undecodable"), ("quarantined", "undecodable"),
+        ("quarantined", "truncated"),
+    ]  # fmt: skip
+    assert "PostScript's <~" in outcomes[0].detail and "<~" not in outcomes[1].detail

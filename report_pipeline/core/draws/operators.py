@@ -67,8 +67,23 @@ def inline_images(content: bytes) -> int:
     return _scan(content, False)[1]
 
 
-def _scan(content: bytes, short: bool) -> tuple[str, int]:
-    """(`cut_off`'s answer, the inline images begun on the way)."""
+def inline_image_texts(content: bytes) -> list[tuple[bytes, bytes]]:
+    """Each whole inline image `content` holds, in order: its dictionary's text (between `BI`
+    and `ID`) and its data as it stands (between `ID` and `EI`, before any filter)."""
+    spans: list[int] = []
+    _scan(content, False, spans)
+    texts = []
+    for start in spans:
+        head = _INLINE_DICT.match(content, start)
+        tail = _INLINE_END.search(content, head.end()) if head else None
+        if tail is not None:
+            texts.append((content[start + 2 : head.end() - 3], content[head.end() : tail.start()]))
+    return texts
+
+
+def _scan(content: bytes, short: bool, spans: list[int] | None = None) -> tuple[str, int]:
+    """(`cut_off`'s answer, the inline images begun on the way); `spans` gets where each whole
+    one begins."""
     position, last, pending, begun = 0, b"", b"", 0
     while True:
         done = _OPERATIONS.match(content, position)
@@ -88,6 +103,8 @@ def _scan(content: bytes, short: bool) -> tuple[str, int]:
             end = _inline_image_end(content, position)
             if not end:
                 return "inside an inline image", begun
+            if spans is not None:
+                spans.append(position)
             last, pending, position = b"EI", b"", end
         elif content.startswith(b"<", position) and content.find(b">", position) < 0:
             return "inside a hex string", begun

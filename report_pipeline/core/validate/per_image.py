@@ -306,6 +306,8 @@ def _explained(
     what it declares, gives for MuPDF's failure (shortfall.py)."""
     if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
         kind = inline.declared_type(ref)
+        if fallback.reason == "truncated" and (text := inline.ascii85_text(doc, ref)):
+            return shortfall.early_end(fallback, text)
         if kind == "ccittfax":
             if not ref.inline.m_internal.imagemask:
                 fallback = shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
