@@ -1,6 +1,7 @@
 """Classes from the eleventh crafted round (issue 30), each against MuPDF's drawing device: an
 uncoloured (`d1`) Type3 glyph that selects a pattern paints no pattern; `BI … EI` inside a
-comment or a string is no inline image; a filter name MuPDF does not know is passed through."""
+comment or a string is no inline image; a filter name MuPDF does not know is passed through; an
+inline image's ASCII85 data ended by a stray `~` is `undecodable`, as an image object's is."""
 
 from __future__ import annotations
 
