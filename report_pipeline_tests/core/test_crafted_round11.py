@@ -20,37 +20,52 @@ from report_pipeline.core.plan import walk
 from report_pipeline.core.validate import per_image
 
 
-def _glyph_page(glyph: bytes) -> bytes:
-    """A page showing one glyph of a Type3 font whose resources hold a pattern whose cell draws
-    an image; `glyph` is its procedure."""
+def _glyph_page(glyph: bytes, filled: bool = False) -> bytes:
+    """A page showing two glyphs `A` of a Type3 font whose resources hold a pattern /P whose
+    cell draws an image, and a form /Fm that fills with it; `glyph` is its procedure. `filled`:
+    the page's text is filled with that pattern."""
     o = Objects()
     drawn = o.add(image(40))
     pattern = o.add(stream(b"/PatternType 1/PaintType 1/TilingType 1/BBox[0 0 1000 1000]"
                            b"/XStep 1000/YStep 1000/Resources<</XObject<</T %d 0 R>>>>" % drawn,
                            b"q 1000 0 0 1000 0 0 cm /T Do Q"))  # fmt: skip
+    form = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 1000 1000]"
+                        b"/Resources<</Pattern<</P %d 0 R>>>>" % pattern,
+                        b"/Pattern cs /P scn 0 0 800 800 re f"))  # fmt: skip
     proc = o.add(stream(b"", glyph))
     font = o.add(b"<</Type/Font/Subtype/Type3/FontBBox[0 0 1000 1000]"
                  b"/FontMatrix[0.001 0 0 0.001 0 0]/CharProcs<</g %d 0 R>>"
                  b"/Encoding<</Type/Encoding/Differences[65/g]>>/FirstChar 65/LastChar 65"
-                 b"/Widths[1000]/Resources<</Pattern<</P %d 0 R>>>>>>"
-                 % (proc, pattern))  # fmt: skip
-    o.page(b"<</Font<</T3 %d 0 R>>>>" % font, b"BT /T3 50 Tf 20 20 Td (AA) Tj ET")
+                 b"/Widths[1000]/Resources<</Pattern<</P %d 0 R>>/XObject<</Fm %d 0 R>>>>>>"
+                 % (proc, pattern, form))  # fmt: skip
+    fill = b"/Pattern cs /P scn " if filled else b""
+    o.page(b"<</Font<</T3 %d 0 R>>/Pattern<</P %d 0 R>>>>" % (font, pattern),
+           fill + b"BT /T3 50 Tf 20 20 Td (AA) Tj ET")  # fmt: skip
     return o.pdf()
 
 
+D1 = b"1000 0 0 0 1000 1000 d1 "
+
+
 @pytest.mark.parametrize(
-    ("glyph", "drawn"),
+    ("glyph", "filled", "drawn"),
     [
-        (b"1000 0 d0 /Pattern cs /P scn 0 0 800 800 re f", 2),  # coloured: a cell per glyph
-        (b"1000 0 0 0 1000 1000 d1 /Pattern cs /P scn 0 0 800 800 re f", 0),  # a mask
-        (b"1000 0 0 0 1000 1000 d1 /P scn 0 0 800 800 re f", 0),
-        (b"1000 0 0 0 1000 1000 d1 /Pattern CS /P SCN 0 0 800 800 re S", 0),
+        (b"1000 0 d0 /Pattern cs /P scn 0 0 800 800 re f", False, 2),  # coloured: each glyph
+        (D1 + b"/Pattern cs /P scn 0 0 800 800 re f", False, 0),  # a mask
+        (D1 + b"/P scn 0 0 800 800 re f", False, 0),
+        (D1 + b"/Pattern CS /P SCN 0 0 800 800 re S", False, 0),
+        (D1 + b"/Fm Do", False, 0),  # nor in a form it runs
+        (D1 + b"/Fm Do", True, 1),  # the text filled with the pattern paints it once
+        # the glyph strokes with a width it does not set: MuPDF cannot cache it and runs it in
+        # the page's state, filled with the pattern, which its `0 g` does not change
+        (D1 + b"0 0 800 800 re S 0 g 0 0 500 500 re f", True, 2),
     ],
 )  # fmt: skip
-def test_an_uncoloured_glyph_paints_no_pattern_it_selects(glyph, drawn):
+def test_an_uncoloured_glyph_paints_no_pattern_it_selects(glyph, filled, drawn):
     """MuPDF ignores every colour operator of a `d1` glyph (it paints as a mask in the text's
-    colour): the pattern it selects never runs. Its images were records, one per glyph."""
-    with pymupdf.open(stream=_glyph_page(glyph), filetype="pdf") as doc:
+    colour): the pattern it selects never runs, and the text's pattern stays. Its images were
+    records once per glyph, and a glyph run in the page's state painted no pattern after `g`."""
+    with pymupdf.open(stream=_glyph_page(glyph, filled), filetype="pdf") as doc:
         assert device_draws(doc[0]) == drawn
         assert len(page_images(doc, 1)) == drawn
 
