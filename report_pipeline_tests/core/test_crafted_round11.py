@@ -6,10 +6,12 @@ inline image's ASCII85 data ended by a stray `~` is `undecodable`, as an image o
 from __future__ import annotations
 
 import base64
+import io
 import zlib
 
 import pymupdf
 import pytest
+from PIL import Image
 
 from fixtures._objects import Objects, image, stream
 from fixtures._verify_draws import device_draws
@@ -144,3 +146,49 @@ def test_inline_ascii85_data_ended_by_a_stray_tilde_is_undecodable_not_truncated
         ("quarantined", "truncated"),
     ]  # fmt: skip
     assert "PostScript's <~" in outcomes[0].detail and "<~" not in outcomes[1].detail
+
+
+def _g4() -> bytes:
+    """A 40x20 checkerboard's one TIFF strip, CCITT Group 4 encoded by libtiff (it ends with
+    an end-of-block)."""
+    board = Image.new("1", (40, 20), 1)
+    board.putdata([0 if (x // 5 + y // 4) % 2 else 1 for y in range(20) for x in range(40)])
+    out = io.BytesIO()
+    board.save(out, "TIFF", compression="group4")
+    tiff = Image.open(io.BytesIO(out.getvalue()))
+    start, length = tiff.tag_v2[273][0], tiff.tag_v2[279][0]
+    return out.getvalue()[start : start + length]
+
+
+def _fax_page(parms: bytes) -> bytes:
+    o = Objects()
+    drawn = o.add(stream(b"/Type/XObject/Subtype/Image/Width 40/Height 20/ColorSpace/DeviceGray"
+                         b"/BitsPerComponent 1/Filter/CCITTFaxDecode"
+                         b"/DecodeParms<</K -1/Columns 40%s>>" % parms, _g4()))  # fmt: skip
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    return o.pdf()
+
+
+@pytest.mark.parametrize(
+    ("parms", "state"),
+    [
+        (b"/Rows 10", "validated"),  # MuPDF decodes to the end-of-block, all 20 rows
+        (b"/Rows 30", "validated"),
+        (b"/Rows 30/EndOfBlock false", "validated"),  # it reads the 20 rows the image takes
+        (b"/Rows 10/EndOfBlock false", "quarantined"),  # it stops after 10 rows and pads
+    ],
+)  # fmt: skip
+def test_a_fax_images_rows_disagree_with_its_height_only_where_mupdf_reads_them(parms, state):
+    """MuPDF's fax decoder ignores /Rows but for data without an end-of-block (/EndOfBlock
+    false), which it stops after /Rows rows: only fewer rows than /Height leave it short
+    (`dimension_mismatch`). Every /Rows other than /Height was `dimension_mismatch`, though
+    MuPDF drew the whole image."""
+    with pymupdf.open(stream=_fax_page(b""), filetype="pdf") as doc:
+        whole = pymupdf.Pixmap(doc, page_images(doc, 1)[0].xref).samples
+    with pymupdf.open(stream=_fax_page(parms), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        outcome = per_image.process_image(doc, ref, Limits()).outcome
+        drawn = pymupdf.Pixmap(doc, ref.xref).samples
+    expected = "dimension_mismatch" if state == "quarantined" else None
+    assert (outcome.state, outcome.reason) == (state, expected)
+    assert (drawn == whole) == (state == "validated")
