@@ -1,7 +1,8 @@
 """Classes from the eleventh crafted round (issue 30), each against MuPDF's drawing device: an
 uncoloured (`d1`) Type3 glyph that selects a pattern paints no pattern; `BI … EI` inside a
 comment or a string is no inline image; a filter name MuPDF does not know is passed through; an
-inline image's ASCII85 data ended by a stray `~` is `undecodable`, as an image object's is."""
+inline image's ASCII85 data ended by a stray `~` is `undecodable`, as an image object's is; a
+fax image's /Rows disagree with its /Height only where MuPDF's decoder reads them."""
 
 from __future__ import annotations
 
