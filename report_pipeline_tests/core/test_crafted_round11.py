@@ -2,7 +2,8 @@
 uncoloured (`d1`) Type3 glyph that selects a pattern paints no pattern; `BI … EI` inside a
 comment or a string is no inline image; a filter name MuPDF does not know is passed through; an
 inline image's ASCII85 data ended by a stray `~` is `undecodable`, as an image object's is; a
-fax image's /Rows disagree with its /Height only where MuPDF's decoder reads them."""
+fax image's /Rows disagree with its /Height only where MuPDF's decoder reads them; an encrypted
+document's stream whose chain begins with a named /Crypt filter is read decrypted by it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from fixtures._objects import Objects, image, stream
 from fixtures._verify_draws import device_draws
 from report_pipeline.core.draws.operators import inline_images
 from report_pipeline.core.model.settings import Limits
-from report_pipeline.core.pdf.pages import filter_chain, page_images, walk_page
+from report_pipeline.core.pdf.pages import filter_chain, page_images, raw_stream, walk_page
 from report_pipeline.core.plan import walk
 from report_pipeline.core.validate import per_image
 
@@ -193,3 +194,35 @@ def test_a_fax_images_rows_disagree_with_its_height_only_where_mupdf_reads_them(
     expected = "dimension_mismatch" if state == "quarantined" else None
     assert (outcome.state, outcome.reason) == (state, expected)
     assert (drawn == whole) == (state == "validated")
+
+
+@pytest.mark.parametrize("method", [pymupdf.PDF_ENCRYPT_AES_128, pymupdf.PDF_ENCRYPT_RC4_128])
+@pytest.mark.parametrize(
+    "chain",
+    [
+        b"/Filter[/Crypt/FlateDecode]/DecodeParms[<</Name/StdCF>>null]",
+        b"/Filter[/Crypt/FlateDecode]/DecodeParms[<</Type/CryptFilterDecodeParms/Name/StdCF>>null]",
+        b"/Filter/Crypt/DecodeParms<</Name/StdCF>>",
+    ],
+)
+def test_a_stream_its_crypt_filter_decrypts_is_read_decrypted(chain, method):
+    """In an encrypted document a stream whose chain begins with a /Crypt filter naming the
+    document's crypt filter is decrypted by it, not by MuPDF's raw read: its image was
+    `undecodable` ("Crypt cannot be decoded before another filter") or read encrypted, though
+    MuPDF draws it. (MuPDF's writer encrypts it with the document's key, as that names.)"""
+    samples = bytes(range(0, 256, 4))
+    data = samples if b"[" not in chain else zlib.compress(samples)
+    o = Objects()
+    drawn = o.add(stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"
+                         b"/BitsPerComponent 8" + chain, data))  # fmt: skip
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as plain:
+        encrypted = plain.tobytes(encryption=method, owner_pw="owner", user_pw="")
+    with pymupdf.open(stream=encrypted, filetype="pdf") as doc:
+        assert device_draws(doc[0]) == 1
+        (ref,) = page_images(doc, 1)
+        assert filter_chain(doc, ref.xref)[0] == (("FlateDecode",) if b"[" in chain else ())
+        assert raw_stream(doc, ref.xref) == data
+        processed = per_image.process_image(doc, ref, Limits())
+        assert processed.outcome.state == "validated", processed.outcome
+        assert pymupdf.Pixmap(doc, ref.xref).samples == samples
