@@ -226,3 +226,22 @@ def test_a_stream_its_crypt_filter_decrypts_is_read_decrypted(chain, method):
         processed = per_image.process_image(doc, ref, Limits())
         assert processed.outcome.state == "validated", processed.outcome
         assert pymupdf.Pixmap(doc, ref.xref).samples == samples
+
+
+def test_a_crypt_filter_the_document_does_not_define_is_undecodable():
+    """/Name /Foo, which the /Encrypt dictionary's /CF lacks: MuPDF cannot open the stream and
+    draws nothing of it; it is one quarantined record saying so, not a decoder's crash."""
+    o = Objects()
+    drawn = o.add(stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"
+                         b"/BitsPerComponent 8/Filter[/Crypt/FlateDecode]"
+                         b"/DecodeParms[<</Name/Foo>>null]", zlib.compress(bytes(64))))  # fmt: skip
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as plain:
+        encrypted = plain.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_128, user_pw="")
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    with pymupdf.open(stream=encrypted, filetype="pdf") as doc:
+        assert device_draws(doc[0]) == 0
+        (ref,) = page_images(doc, 1)
+        outcome = per_image.process_image(doc, ref, Limits()).outcome
+    assert (outcome.state, outcome.reason) == ("quarantined", "undecodable")
+    assert outcome.detail.startswith("MuPDF could not decrypt it: ")

@@ -100,7 +100,7 @@ def _check_stream(
     # (the file's size is asked only of a /Length over the cap)
     if declared > limits.max_image_stream_bytes and declared <= _file_bytes(doc):
         validation.check_size(declared, limits)
-    raw = raw_stream(doc, xref)
+    raw = _raw(doc, xref)
     validation.check_size(len(raw), limits)
     try:
         signature = validation.check_codec(filters[0], raw) if filters else None
@@ -114,6 +114,15 @@ def _check_stream(
     return raw, signature
 
 
+def _raw(doc: pymupdf.Document, xref: int) -> bytes:
+    """`raw_stream`; a stream whose /Crypt filter names one the document does not define is
+    `undecodable` (MuPDF cannot read it, and draws nothing of it)."""
+    try:
+        return raw_stream(doc, xref)
+    except mupdf.FzErrorBase as error:
+        raise Quarantined("undecodable", f"MuPDF could not decrypt it: {said(error)}") from None
+
+
 def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> None:
     """A /JBIG2Globals stream is decoded with the image: its stated sizes meet the caps."""
     found = re.search(r"/JBIG2Globals\s+(\d+)\s+\d+\s+R", parms)
@@ -121,7 +130,7 @@ def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> N
         return
     xref = int(found.group(1))
     validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
-    raw = raw_stream(doc, xref)
+    raw = _raw(doc, xref)
     validation.check_size(len(raw), limits)
     data, _ = decode_prefix(raw, *filter_chain(doc, xref))  # bounded, whatever it inflates to
     for width, height in codestream.jbig2_global_sizes(data):
