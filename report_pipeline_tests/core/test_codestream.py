@@ -239,7 +239,8 @@ def test_ccitt_columns_and_rows_are_its_header_size(parms, size):
 @pytest.mark.parametrize(
     ("filters", "parms", "size", "expected"),
     [(("CCITTFaxDecode",), ["<</K -1/Columns 128/Rows 48>>"], (64, 48), "dimension_mismatch"),
-     (("CCF",), ["<</K -1/Columns 64/Rows 47>>"], (64, 48), "dimension_mismatch"),
+     (("CCF",), ["<</K -1/Columns 64/Rows 47/EndOfBlock false>>"], (64, 48),
+      "dimension_mismatch"),
      (("CCITTFaxDecode",), [""], (64, 48), "dimension_mismatch"),
      (("FlateDecode", "CCITTFaxDecode"), ["", "<</Columns 128>>"], (64, 48), "dimension_mismatch"),
      (("CCITTFaxDecode",), ["<</Columns 30000>>"], (30000, 10), "dimensions_exceed_cap"),

@@ -57,7 +57,34 @@ def cut_off(content: bytes, short: bool = False) -> str:
     over ("after operands with no operator: 0 0 1") or a last operator that is none of the
     PDF's ("inside the operator r") are cut off too. Content whose data is complete may end
     with stray operands: MuPDF ignores them, and nothing after them is lost."""
-    position, last, pending = 0, b"", b""
+    return _scan(content, short)[0]
+
+
+def inline_images(content: bytes) -> int:
+    """How many inline images `content` begins: `BI` operators, whole or cut off, not the
+    letters inside a comment or a string (`% BI … EI`, `(BI)`), which MuPDF reads as no
+    image."""
+    return _scan(content, False)[1]
+
+
+def inline_image_texts(content: bytes) -> list[tuple[bytes, bytes]]:
+    """Each whole inline image `content` holds, in order: its dictionary's text (between `BI`
+    and `ID`) and its data as it stands (between `ID` and `EI`, before any filter)."""
+    spans: list[int] = []
+    _scan(content, False, spans)
+    texts = []
+    for start in spans:
+        head = _INLINE_DICT.match(content, start)
+        tail = _INLINE_END.search(content, head.end()) if head else None
+        if tail is not None:
+            texts.append((content[start + 2 : head.end() - 3], content[head.end() : tail.start()]))
+    return texts
+
+
+def _scan(content: bytes, short: bool, spans: list[int] | None = None) -> tuple[str, int]:
+    """(`cut_off`'s answer, the inline images begun on the way); `spans` gets where each whole
+    one begins."""
+    position, last, pending, begun = 0, b"", b"", 0
     while True:
         done = _OPERATIONS.match(content, position)
         if done.group(1) is not None:
@@ -65,19 +92,22 @@ def cut_off(content: bytes, short: bool = False) -> str:
         position = _PENDING.match(content, done.end()).end()
         pending = (pending + content[done.end() : position])[-_SHOWN:]
         if position == len(content):
-            return _ending(pending, last) if short else ""
+            return (_ending(pending, last) if short else ""), begun
         if content.startswith(b"(", position):
             end = _string_end(content, position)
             if not end:
-                return "inside a string"
+                return "inside a string", begun
             pending, position = (pending + content[position:end])[-_SHOWN:], end
         elif content.startswith(b"BI", position):
+            begun += 1
             end = _inline_image_end(content, position)
             if not end:
-                return "inside an inline image"
+                return "inside an inline image", begun
+            if spans is not None:
+                spans.append(position)
             last, pending, position = b"EI", b"", end
         elif content.startswith(b"<", position) and content.find(b">", position) < 0:
-            return "inside a hex string"
+            return "inside a hex string", begun
         else:
             position += 1  # a stray byte: MuPDF skips it as a syntax error
 

@@ -311,13 +311,17 @@ class Paints:
             self.flush_text()
         super().op_gs_begin(ctx, name, extgstate)
 
+    # inside an uncoloured (`d1`) Type3 glyph MuPDF ignores every colour operator: the glyph
+    # paints as a mask, and a pattern it selects never runs (`Type3Glyphs.mask_glyphs`)
     @guarded
     def op_sc_pattern(self, ctx, name, pat, n, color) -> None:
-        self._pattern("fill", name)
+        if not self.mask_glyphs:
+            self._pattern("fill", name)
 
     @guarded
     def op_SC_pattern(self, ctx, name, pat, n, color) -> None:
-        self._pattern("stroke", name)
+        if not self.mask_glyphs:
+            self._pattern("stroke", name)
 
     def _pattern(self, which: str, name: str) -> None:
         pattern = self._lookup("Pattern", name)
@@ -354,11 +358,13 @@ class Paints:
 
     @guarded
     def op_cs(self, ctx, *args) -> None:  # any colour space: no pattern until `scn` names one
-        self._set(fill=None)
+        if not self.mask_glyphs:
+            self._set(fill=None)
 
     @guarded
     def op_CS(self, ctx, *args) -> None:
-        self._set(stroke=None)
+        if not self.mask_glyphs:
+            self._set(stroke=None)
 
     op_g = op_rg = op_k = op_sc_shade = op_cs
     op_G = op_RG = op_K = op_SC_shade = op_CS

@@ -82,6 +82,13 @@ class Type3Font:
             return UNCACHEABLE
         return COLOURED if patterned and flags & _COLOR and not flags & _MASK else CACHED
 
+    def masked(self, code: int) -> bool:
+        """Whether the glyph `code` names is uncoloured (`d1`): MuPDF's device then ignores its
+        colour operators (FZ_DEVFLAG_MASK), so a pattern it selects never paints."""
+        if code not in self.flags:
+            self.flags[code] = _flags(self.loaded, code)
+        return bool(self.flags[code] & _MASK)
+
 
 def _flags(loaded: mupdf.FzFont | None, gid: int) -> int:
     """MuPDF's flags for the glyph `gid` of a loaded Type3 font (its `t3flags`, which it sets
@@ -101,6 +108,7 @@ def _flags(loaded: mupdf.FzFont | None, gid: int) -> int:
 class Type3Glyphs:
     font: mupdf.PdfObj | None = None  # the Type3 font selected, if one is
     fonted = False  # a font is selected, of any type (without one MuPDF shows no text)
+    mask_glyphs = 0  # uncoloured (`d1`) glyphs being run: no colour operator counts
     gs_font: mupdf.PdfObj | None = None  # an ExtGState's /Font, until its Tf comes
 
     def __init__(self, *args) -> None:
@@ -212,7 +220,9 @@ class Type3Glyphs:
             if how == COLOURED:
                 self.hide_text()
             before, proc = (len(self.draws), self.marked_off), font.proc(code)
+            masked = font.masked(code)
             self.fonts_running.append(number)
+            self.mask_glyphs += masked
             try:
                 if proc is not None:
                     # in the page's state, but where the glyph is placed is not followed:
@@ -221,6 +231,7 @@ class Type3Glyphs:
                     self.run("type3", proc, own, paint)
             finally:
                 self.fonts_running.pop()
+                self.mask_glyphs -= masked
             if self.overflow or self.stopped:
                 return
             self.text = 3 if how else 0

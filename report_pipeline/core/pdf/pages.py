@@ -29,6 +29,13 @@ ALIASES = {
 }  # fmt: skip
 
 
+# every filter MuPDF's stream builder knows (1.28, canonical names); it passes any other through
+MUPDF_FILTERS = frozenset(ALIASES.values()) | {
+    "ASCIIHexDecode", "ASCII85Decode", "LZWDecode", "FlateDecode", "RunLengthDecode",
+    "CCITTFaxDecode", "DCTDecode", "JBIG2Decode", "JPXDecode", "BrotliDecode", "Br", "Crypt",
+}  # fmt: skip
+
+
 def canonical(name: str) -> str:
     return ALIASES.get(name, name)
 
@@ -99,14 +106,45 @@ def filter_chain(doc: pymupdf.Document, xref: int) -> tuple[tuple[str, ...], tup
     names = [canonical(mupdf.pdf_to_name(f)) if mupdf.pdf_is_name(f) else "?" for f in filters]
     texts = ([_text(p) for p in parms] + [""] * len(names))[: len(names)]
     # MuPDF passes a /Crypt filter through in a document that is not encrypted, whatever it names,
-    # and an entry of the chain that is no name (null, a number: "unknown filter name ()")
+    # and an entry of the chain that is no name (null, a number: "unknown filter name ()") or a
+    # name it does not know ("unknown filter name (FooDecode)")
+    # A /Crypt filter first in the chain of an encrypted document's stream is its decryption,
+    # which `raw_stream` applies (as MuPDF's raw read does for a stream without one)
     plain = doc.xref_get_key(-1, "Encrypt")[0] == "null"
     chain = [
         (n, t)
-        for n, t in zip(names, texts, strict=True)
-        if n != "?" and not (n == "Crypt" and (plain or _identity(t)))
+        for k, (n, t) in enumerate(zip(names, texts, strict=True))
+        if n in MUPDF_FILTERS and not (n == "Crypt" and (plain or _identity(t) or k == 0))
     ]
     return tuple(n for n, _ in chain), tuple(t for _, t in chain)
+
+
+def raw_stream(doc: pymupdf.Document, xref: int) -> bytes:
+    """A stream's bytes before its filters, decrypted as MuPDF decrypts them. MuPDF's raw read
+    decrypts an encrypted document's stream with the document's default crypt filter, but not
+    one whose chain begins with a /Crypt filter: that filter decrypts it, with the crypt filter
+    it names (/Identity: none), which is applied here (`filter_chain` leaves it out)."""
+    raw = doc.xref_stream_raw(xref)
+    if doc.xref_get_key(-1, "Encrypt")[0] == "null":
+        return raw
+    pdf = mupdf.pdf_document_from_fz_document(doc.this)
+    obj = mupdf.pdf_load_object(pdf, xref)
+    chain = mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_Filter, mupdf.PDF_ENUM_NAME_F)
+    first = _items(chain)[:1]
+    if not first or mupdf.pdf_to_name(first[0]) != "Crypt":
+        return raw
+    given = mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_DecodeParms, mupdf.PDF_ENUM_NAME_DP)
+    lone = mupdf.pdf_is_array(chain) and not mupdf.pdf_is_array(given)  # as `filter_chain`
+    parms = [] if lone else _items(given)[:1]
+    name = mupdf.pdf_dict_get(parms[0], mupdf.PDF_ENUM_NAME_Name) if parms else None
+    if name is None or mupdf.pdf_to_name(name) in ("", "Identity"):
+        return raw
+    stored = mupdf.fz_open_buffer(mupdf.fz_new_buffer_from_copied_data(raw))
+    generation = mupdf.ll_pdf_get_xref_entry_no_null(pdf.m_internal, xref).gen
+    crypt = mupdf.ll_pdf_open_crypt_with_filter(
+        stored.m_internal, pdf.m_internal.crypt, name.m_internal, xref, generation
+    )
+    return mupdf.fz_read_all(mupdf.FzStream(crypt), 0).fz_buffer_extract()
 
 
 def _items(obj: mupdf.PdfObj) -> list[mupdf.PdfObj]:

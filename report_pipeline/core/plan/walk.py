@@ -29,7 +29,7 @@ from pymupdf import mupdf
 
 from report_pipeline.core.draws import breaks
 from report_pipeline.core.draws.drawn import MAX_INVOCATIONS, WalkLimit, allocation_failed
-from report_pipeline.core.draws.operators import cut_off
+from report_pipeline.core.draws.operators import cut_off, inline_images
 from report_pipeline.core.model.records import PageStreams
 from report_pipeline.core.model.settings import DecodeSettings
 from report_pipeline.core.pdf.pages import (
@@ -227,9 +227,11 @@ def _unread_inline_images(doc, number: int, refs: list) -> tuple[int, int]:
     # that are no stream, read_contents skips as MuPDF does)
     runs = mupdf.pdf_is_stream(contents) or mupdf.pdf_is_array(contents)
     content = doc[number - 1].read_contents() if runs else b""
-    begun = len(_INLINE.findall(content))
     read = sum(ref.origin == "inline" for ref in refs)
-    unread = max(0, begun - read)
+    if len(_INLINE.findall(content)) <= read:  # the usual case, at C speed: none unread
+        return 0, 0
+    # the letters may stand in a comment or a string (`% BI … EI`): only operators count
+    unread = max(0, inline_images(content) - read)
     cut = unread > 0 and cut_off(content) == "inside an inline image"
     return unread, unread - cut
 

@@ -24,6 +24,7 @@ from report_pipeline.core.pdf.pages import (
     declared_int,
     filter_chain,
     image_entry,
+    raw_stream,
 )
 from report_pipeline.core.validate import codestream, icc, inline, normalize, shortfall, validation
 from report_pipeline.core.validate.prefix import decode_prefix, parm
@@ -99,7 +100,7 @@ def _check_stream(
     # (the file's size is asked only of a /Length over the cap)
     if declared > limits.max_image_stream_bytes and declared <= _file_bytes(doc):
         validation.check_size(declared, limits)
-    raw = doc.xref_stream_raw(xref)
+    raw = _raw(doc, xref)
     validation.check_size(len(raw), limits)
     try:
         signature = validation.check_codec(filters[0], raw) if filters else None
@@ -113,6 +114,15 @@ def _check_stream(
     return raw, signature
 
 
+def _raw(doc: pymupdf.Document, xref: int) -> bytes:
+    """`raw_stream`; a stream whose /Crypt filter names one the document does not define is
+    `undecodable` (MuPDF cannot read it, and draws nothing of it)."""
+    try:
+        return raw_stream(doc, xref)
+    except mupdf.FzErrorBase as error:
+        raise Quarantined("undecodable", f"MuPDF could not decrypt it: {said(error)}") from None
+
+
 def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> None:
     """A /JBIG2Globals stream is decoded with the image: its stated sizes meet the caps."""
     found = re.search(r"/JBIG2Globals\s+(\d+)\s+\d+\s+R", parms)
@@ -120,7 +130,7 @@ def _check_jbig2_globals(doc: pymupdf.Document, parms: str, limits: Limits) -> N
         return
     xref = int(found.group(1))
     validation.check_size(max(0, declared_int(doc, xref, "Length")[0]), limits)
-    raw = doc.xref_stream_raw(xref)
+    raw = _raw(doc, xref)
     validation.check_size(len(raw), limits)
     data, _ = decode_prefix(raw, *filter_chain(doc, xref))  # bounded, whatever it inflates to
     for width, height in codestream.jbig2_global_sizes(data):
@@ -306,6 +316,8 @@ def _explained(
     what it declares, gives for MuPDF's failure (shortfall.py)."""
     if ref is not None:  # an inline image: its bytes, its components as MuPDF parsed them
         kind = inline.declared_type(ref)
+        if fallback.reason == "truncated" and (text := inline.ascii85_text(doc, ref)):
+            return shortfall.early_end(fallback, text)
         if kind == "ccittfax":
             if not ref.inline.m_internal.imagemask:
                 fallback = shortfall.bilevel(fallback, "CCITTFaxDecode", ref.inline.n(), ref.bpc)
@@ -324,7 +336,7 @@ def _explained(
         )
     fallback = shortfall.bad_text(fallback, said)
     if filters[:1] == ("ASCII85Decode",):  # within the stream cap: checked before the decode
-        fallback = shortfall.early_end(fallback, doc.xref_stream_raw(xref))
+        fallback = shortfall.early_end(fallback, raw_stream(doc, xref))
     if filters and filters[-1] in shortfall.BILEVEL:
         fallback = shortfall.bilevel(
             fallback, filters[-1], None if stencil else components_of(doc, xref), bpc
@@ -338,7 +350,7 @@ def _explained(
         return shortfall.predictor_rows(fallback, parms[-1], components_of(doc, xref), depth, width)
     if not filters or filters[-1] != "DCTDecode":
         return fallback
-    raw = doc.xref_stream_raw(xref)  # within the stream cap: checked before the decode
+    raw = raw_stream(doc, xref)  # within the stream cap: checked before the decode
     try:
         jpeg, whole = decode_prefix(raw, filters[:-1], parms[:-1]) if filters[1:] else (raw, True)
     except Quarantined:

@@ -9,6 +9,7 @@ sizes are read by structure (codestream.py), through a bounded prefix of any fil
 from __future__ import annotations
 
 import io
+import re
 import zlib
 
 import magic
@@ -61,8 +62,8 @@ def check_codestream(
 ) -> None:
     """Through a bounded prefix of the chain: the last codec's signature, then its header size.
 
-    The size the codestream declares (for CCITT: its /Columns and /Rows) must be the dictionary's
-    (``size``) and within the caps.
+    The size the codestream declares (for CCITT: its /Columns, and its /Rows where MuPDF heeds
+    them: `fax_read_size`) must be the dictionary's (``size``) and within the caps.
     """
     if not filters:
         return
@@ -72,7 +73,7 @@ def check_codestream(
         data, complete = prefix.decode_prefix(raw, filters[:-1], parms[:-1])
         check_codec(codec, data)
     if codec == "CCITTFaxDecode":
-        check_header_size(fax_size(parms[-1]), size, limits)
+        check_header_size(fax_read_size(parms[-1], size[1]), size, limits)
     if codec not in codestream.SIZES:
         return
     try:
@@ -84,6 +85,16 @@ def check_codestream(
             "undecodable", f"no {codec} header in the first {len(data)} bytes"
         ) from None
     check_header_size(header, size, limits)
+
+
+def fax_read_size(parms: str, height: int) -> tuple[int, int | None]:
+    """`fax_size` as MuPDF's fax decoder heeds it for an image `height` rows high: it decodes to
+    the data's end-of-block and ignores /Rows, but for data declared without one
+    (/EndOfBlock false), which it stops after /Rows rows: more rows than the image's are never
+    read. So /Rows disagrees with /Height only there, when it is fewer (MuPDF pads the rest)."""
+    columns, rows = fax_size(parms)
+    unended = re.search(r"/EndOfBlock\s*false", parms) is not None
+    return columns, rows if unended and rows is not None and rows < height else None
 
 
 def fax_size(parms: str) -> tuple[int, int | None]:
