@@ -1,5 +1,6 @@
-"""The one reader of /proc/<pid>/stat (Linux): whether a run's worker is still the process that
-started it (defs/reports/dead_runs.py), and the benchmarks' CPU figures."""
+"""The reader of /proc/<pid>/stat (Linux) outside core/: whether a run's worker is still the
+process that started it (defs/reports/dead_runs.py), and the benchmarks' CPU figures. core/,
+which imports nothing outside it, reads a running child's CPU itself (sandbox/child.cpu_of)."""
 
 from __future__ import annotations
 

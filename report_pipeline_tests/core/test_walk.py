@@ -112,18 +112,77 @@ def test_an_image_free_pattern_painted_30000_times_is_accepted_in_bounded_time(t
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 8  # about 3 s
 
 
-def test_replayed_records_count_against_the_reports_cap(tmp_path, monkeypatch):
+@pytest.mark.parametrize("children", [1, 2, 3])
+def test_replayed_records_count_against_the_reports_cap(tmp_path, monkeypatch, children):
     """Six pages that each paint an image pattern 900 times, under a report cap of 5,000
-    records, a tenth of its 50,000 (set before the walk's child is forked; six pages of 9,000
-    took ~3 s): each page within its cap, the report past its cap at page 6."""
+    records, a tenth of its 50,000 (set before the walk's children are forked; six pages of
+    9,000 took ~3 s): each page within its cap, the report past its cap at page 6, whether one
+    child walks them all or each walks a range whose own draws stay under the cap (the parent
+    sums them in page order)."""
     assert walk.MAX_DRAWS_PER_REPORT == 50_000
     monkeypatch.setattr(walk, "MAX_DRAWS_PER_REPORT", 5_000)
     path = tmp_path / "imaged.pdf"
     path.write_bytes(imaged_pages(6, 900))
     with pytest.raises(walk.WalkFailed) as failed:
-        walk.image_counts(path, 6, DecodeSettings())
+        walk.image_counts(path, 6, DecodeSettings(processes=children))
     assert failed.value.reason == "too_many_images"
     assert failed.value.message.startswith("finding the images of page 6 stopped")
+
+
+def burn(seconds: float) -> None:
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        pass
+
+
+def blank_pages(path, pages: int) -> None:
+    with pymupdf.open() as doc:
+        for _ in range(pages):
+            doc.new_page()
+        doc.save(path)
+
+
+def test_the_walks_cpu_budget_holds_for_the_childrens_sum(tmp_path, monkeypatch):
+    """Eight pages of 0.3 s of CPU each (the walk slowed here, before the children fork):
+    under a 2 s budget one child walking them all is refused at its limit, and two children
+    walking four pages each are refused too, by their sum, though neither reaches 2 s on its
+    own; under 4 s they walk it, each under 2 s."""
+    path = tmp_path / "eight.pdf"
+    blank_pages(path, 8)
+    real = walk.walk_page
+    monkeypatch.setattr(walk, "walk_page", lambda doc, number: burn(0.3) or real(doc, number))
+    for children in (1, 2):
+        settings = DecodeSettings(processes=children, walk_cpu_seconds=2)
+        with pytest.raises(walk.WalkFailed) as failed:
+            walk.image_counts(path, 8, settings)
+        assert failed.value.reason == "walk_timeout", children
+        assert failed.value.message.endswith("it used more than 2 s of CPU")
+    walked = walk.image_counts(path, 8, DecodeSettings(processes=2, walk_cpu_seconds=4))
+    assert walked.counts == [(0, 0)] * 8 and len(walked.cpu) == 2
+    assert max(walked.cpu) < 2 < sum(walked.cpu)  # what the 2 s budget refused: their sum
+
+
+def test_the_first_page_that_cannot_be_walked_is_named_whichever_child_stops_first(
+    tmp_path, monkeypatch
+):
+    """Page 2 (the second child's) stops at once, page 1 (the first child's) after 0.5 s of
+    CPU with another reason: the report is refused at page 1, as one walk in page order
+    refuses it."""
+    path = tmp_path / "two.pdf"
+    blank_pages(path, 2)
+
+    def stops(doc, number):
+        if number == 2:
+            raise pdf_pages.TooManyImages("page 2 draws too many")
+        burn(0.5)
+        raise drawn.WalkLimit("walk_limit_exceeded", "it runs too much")
+
+    monkeypatch.setattr(walk, "walk_page", stops)
+    for children in (1, 2):
+        with pytest.raises(walk.WalkFailed) as failed:
+            walk.image_counts(path, 2, DecodeSettings(processes=children))
+        assert failed.value.reason == "walk_limit_exceeded", children
+        assert failed.value.message.startswith("finding the images of page 1 stopped")
 
 
 def test_the_walk_runs_outside_the_run_process(store, settings):
@@ -151,10 +210,21 @@ def test_a_walk_past_its_wall_time_is_stopped(tmp_path):
     assert failed.value.reason == "walk_timeout"
 
 
-def test_fewer_pages_than_intake_counted_is_a_mismatch(tmp_path):
+@pytest.mark.parametrize("children", [1, 2])
+def test_fewer_pages_than_intake_counted_is_a_mismatch(tmp_path, children):
+    """repeated_image.pdf has 12 pages; with 99 counted, the first child's range (1-50) runs
+    past its end and the second's (51-99) starts past it: the first page missing is named."""
     with pytest.raises(walk.WalkFailed) as failed:
-        walk.image_counts(fixture_pdf("repeated_image.pdf"), 99, DecodeSettings())
+        walk.image_counts(fixture_pdf("repeated_image.pdf"), 99, DecodeSettings(processes=children))
     assert failed.value.reason == "page_count_mismatch"
+    assert failed.value.message.endswith("PDF lists 12 of its 99 pages")
+
+
+def test_pages_are_split_into_even_runs():
+    assert walk.page_ranges(142, 2) == [(1, 71), (72, 142)]
+    assert walk.page_ranges(7, 3) == [(1, 3), (4, 5), (6, 7)]
+    assert walk.page_ranges(1, 4) == [(1, 1)]
+    assert walk.page_ranges(0, 2) == [(1, 0)]
 
 
 def test_settings_reach_the_walk(tmp_path, store):

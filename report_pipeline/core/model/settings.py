@@ -87,8 +87,9 @@ class DecodeSettings:
     seconds_per_megapixel: float = 1.0
     report_cpu_seconds: float = 1800.0  # CPU a whole report may take, shared out to its tasks
     min_task_cpu_seconds: float = 60.0  # the least a task gets, whatever its share
-    # Finding every page's images for planning (core/plan/walk.py), in one confined child
-    # with `memory_bytes`: its CPU and wall time for the whole report.
+    # Finding every page's images for planning (core/plan/walk.py), in confined children
+    # (one per decoder, each a run of pages) with `memory_bytes` each: their CPU, summed, and
+    # wall time for the whole report.
     walk_cpu_seconds: float = 60.0
     walk_seconds: float = 120.0
 

@@ -51,6 +51,11 @@ class Child:
         with contextlib.suppress(ChildProcessError):
             self.reap()
 
+    def cpu(self) -> float | None:
+        """The CPU seconds the child has used so far, while it runs (or before it is reaped):
+        from /proc; None where /proc cannot say."""
+        return cpu_of(self.pid)
+
 
 def spawn(work: Callable[[socket.socket], None], limit: Confinement) -> Child:
     ours, theirs = socket.socketpair()
@@ -86,6 +91,20 @@ def ended(status: int) -> tuple[str, str]:
     if code == EXIT_MEMORY:
         return "memory", "ran out of its memory limit"
     return "crashed", f"exited with status {code}"
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(pid: int) -> float | None:
+    """CPU seconds (user + system) process `pid` has used so far, from /proc/<pid>/stat; None
+    where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            after_name = stat.read().rsplit(b")", 1)[1].split()
+        return (int(after_name[11]) + int(after_name[12])) / _TICKS  # utime, stime: fields 14, 15
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cpu_used() -> float:
