@@ -119,6 +119,16 @@ CASES = {
         0,
         "CTM",
     ),
+    # and so does its soft mask's group
+    "clip text under a soft mask": ("/G gs " + T("4 Tr (a) Tj") + IMG, "", "", None, 0, "CTM"),
+    "text under a soft mask, then clip text": (
+        "/G gs " + T("(a) Tj 7 Tr (b) Tj") + IMG,
+        "",
+        "",
+        None,
+        3,
+        "",
+    ),
     "clip text with a pattern, cm": (
         T("4 Tr /Pattern cs /P scn (a) Tj 1 0 0 1 5 5 cm") + IMG,
         "",

@@ -12,9 +12,9 @@ cell runs at the depth it is painted at; `Q` drops the clips made since its `q`;
 its `ET` (in the page, or in a form or pattern cell run meanwhile) raises "CTM CHANGE IN CLIP
 TEXT": the page stops there too, once the text shown before it is painted. That holds from the
 first glyph shown in a clip mode to the end of its `ET`, whose flush paints the text's patterns
-first: a pattern cell with a `cm` that fills or strokes the text raises too. A Type3 glyph
-runs in a processor of its own, whose failure MuPDF's renderer survives, so neither is
-followed there.
+first: a pattern cell or a soft mask's group with a `cm` that paints the text raises too
+(crafted round 12). A Type3 glyph runs in a processor of its own, whose failure MuPDF's
+renderer survives, so neither is followed there.
 
 A mixin for `drawn.DrawFinder`, which provides `path`, `abort_page` and `paint`.
 """
