@@ -86,6 +86,57 @@ CASES = {
     "clip text, a form": (T("7 Tr (a) Tj /Fm Do"), "", "", None, 0, "CTM"),
     "clip text, a pattern": (T("7 Tr (a) Tj " + PF), "", "", None, 0, "CTM"),
     "annotation: clip text, cm": (IMG, "", "", T("7 Tr (a) Tj 1 0 0 1 5 5 cm") + IMG, 1, "CTM"),
+    # the text's pattern paints at its flush, while its clip text waits (crafted round 12)
+    "clip text filled with a pattern": (
+        T("4 Tr /Pattern cs /P scn (a) Tj") + IMG,
+        "",
+        "",
+        None,
+        0,
+        "CTM",
+    ),
+    "clip text stroked with a pattern": (
+        T("5 Tr /Pattern CS /P SCN (a) Tj") + IMG,
+        "",
+        "/Im Do ",
+        None,
+        1,
+        "CTM",
+    ),
+    "pattern text, then clip text": (
+        T("300 300 Td /Pattern cs /P scn (a) Tj 7 Tr (b) Tj") + IMG,
+        "",
+        "",
+        None,
+        2,
+        "",
+    ),
+    "clip text, then pattern text": (
+        T("7 Tr (a) Tj /Pattern cs /P scn 0 Tr (b) Tj") + IMG,
+        "",
+        "",
+        None,
+        0,
+        "CTM",
+    ),
+    # and so does its soft mask's group
+    "clip text under a soft mask": ("/G gs " + T("4 Tr (a) Tj") + IMG, "", "", None, 0, "CTM"),
+    "text under a soft mask, then clip text": (
+        "/G gs " + T("(a) Tj 7 Tr (b) Tj") + IMG,
+        "",
+        "",
+        None,
+        3,
+        "",
+    ),
+    "clip text with a pattern, cm": (
+        T("4 Tr /Pattern cs /P scn (a) Tj 1 0 0 1 5 5 cm") + IMG,
+        "",
+        "/Im Do ",
+        None,
+        1,
+        "CTM",
+    ),
     # a Type3 font's glyphs are run, never gathered as clip text (crafted round 7)
     "Type3 text in mode 7, cm": (
         "BT /F3 12 Tf 7 Tr (a) Tj 1 0 0 1 5 5 cm (a) Tj ET " + IMG,

@@ -10,8 +10,11 @@ box (one more, for as long as it runs; an annotation's appearance is such a form
 cell runs at the depth it is painted at; `Q` drops the clips made since its `q`; marked content
 (layers, `BMC`, `EMC`) does not count. And once text is shown in a clip mode, any `cm` before
 its `ET` (in the page, or in a form or pattern cell run meanwhile) raises "CTM CHANGE IN CLIP
-TEXT": the page stops there too. A Type3 glyph runs in a processor of its own, whose failure
-MuPDF's renderer survives, so neither is followed there.
+TEXT": the page stops there too, once the text shown before it is painted. That holds from the
+first glyph shown in a clip mode to the end of its `ET`, whose flush paints the text's patterns
+first: a pattern cell or a soft mask's group with a `cm` that paints the text raises too
+(crafted round 12). A Type3 glyph runs in a processor of its own, whose failure MuPDF's
+renderer survives, so neither is followed there.
 
 A mixin for `drawn.DrawFinder`, which provides `path`, `abort_page` and `paint`.
 """
@@ -87,19 +90,22 @@ class Clips:
             and 4 <= self.paint.render <= 7
             and ("type3" not in self.path)
         ):  # a Type3 font's glyphs are run, not gathered as clip text
+            super()._show(codes)  # text shown before in another mode is painted first
             self.clip_text = True
+            return
         super()._show(codes)
 
     @guarded
     def op_ET(self, ctx, *args) -> None:
+        super().op_ET(ctx, *args)  # the text's patterns paint while its clip text waits
         if self.clip_text:
             self.clip_text = False
             self._clip()
-        super().op_ET(ctx, *args)
 
     @guarded
     def op_cm(self, ctx, a, b, c, d, e, f) -> None:
         if self.clip_text and "type3" not in self.path:
+            self.flush_text()  # MuPDF paints the text shown before, then raises
             self.abort_page(f"MuPDF stops drawing the page at it: {CLIP_TEXT_CTM}")
             return
         super().op_cm(ctx, a, b, c, d, e, f)

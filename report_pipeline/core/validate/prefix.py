@@ -27,13 +27,27 @@ def parm(parms: str, key: str, default: int) -> int:
     return int(match.group(1)) if match else default
 
 
+# zlib's word for a wrong Adler-32 after the data: MuPDF ignores it ("ignoring zlib error")
+BAD_CHECKSUM = "incorrect data check"
+
+
+def inflaters(data: bytes):
+    """(inflater, data) to inflate `data` with: zlib's, then, for data whose only fault is its
+    Adler-32 (zlib stopped at it), a raw inflater past its two-byte header, which checks none."""
+    yield zlib.decompressobj(), data
+    yield zlib.decompressobj(-zlib.MAX_WBITS), data[2:]
+
+
 def flate(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:
-    inflater = zlib.decompressobj()
-    try:
-        out = inflater.decompress(data, limit)
-    except zlib.error as exc:
-        raise Quarantined("undecodable", f"FlateDecode: {exc}") from None
-    return out, not inflater.unconsumed_tail
+    for inflater, body in inflaters(data):
+        try:
+            out = inflater.decompress(body, limit)
+        except zlib.error as exc:
+            if BAD_CHECKSUM in str(exc):
+                continue
+            raise Quarantined("undecodable", f"FlateDecode: {exc}") from None
+        return out, not inflater.unconsumed_tail
+    raise AssertionError("a raw inflater checks no Adler-32")  # pragma: no cover
 
 
 def ascii_hex(data: bytes, limit: int, parms: str) -> tuple[bytes, bool]:

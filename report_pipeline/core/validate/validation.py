@@ -157,18 +157,22 @@ def decode_file_image(raw: bytes, ref: ImageRef, limits: Limits) -> Image.Image:
 
 
 def check_flate_complete(raw: bytes, expected: int) -> None:
-    """Inflate in 1 MiB pieces that are thrown away (bounded memory); insist on `expected` bytes."""
-    inflater = zlib.decompressobj()
-    data, got = raw, 0
-    try:
-        while got < expected:
-            piece = inflater.decompress(data, min(1 << 20, expected - got))
-            got += len(piece)
-            data = inflater.unconsumed_tail
-            if not piece and not data:
-                break
-    except zlib.error as exc:
-        raise Quarantined("undecodable", f"flate stream is corrupt: {exc}") from None
+    """Inflate in 1 MiB pieces that are thrown away (bounded memory); insist on `expected` bytes.
+    A wrong Adler-32 after the data is no fault, as MuPDF ignores it (`prefix.inflaters`)."""
+    for inflater, data in prefix.inflaters(raw):
+        got = 0
+        try:
+            while got < expected:
+                piece = inflater.decompress(data, min(1 << 20, expected - got))
+                got += len(piece)
+                data = inflater.unconsumed_tail
+                if not piece and not data:
+                    break
+        except zlib.error as exc:
+            if prefix.BAD_CHECKSUM in str(exc):
+                continue
+            raise Quarantined("undecodable", f"flate stream is corrupt: {exc}") from None
+        break
     if got < expected:
         raise Quarantined("truncated", f"flate stream gives {got} of {expected} bytes")
 
