@@ -69,7 +69,9 @@ def damaged_month(review=None):
     cut = Break("stream_cut_off", "page content (object 9)", "it ends inside an inline image", 1)
     children = sequenced([record(1, 0), record(2, 0), record(3, 0)])
     streams = {2: PageStreams(1, (cut,), "e" * 64), 3: PageStreams(repaired=1)}
-    manifest = build_manifest(REF, {1: 1, 2: 1, 3: 1}, children, DEADLINES, "now", streams=streams)
+    manifest = build_manifest(
+        REF, {1: 1, 2: 1, 3: 1}, children, DEADLINES, "2026-11-02T00:00:00.000Z", streams=streams
+    )
     rows = tuple(replace(p, review=review) if p.page == 2 else p for p in manifest.pages)
     return replace(manifest, pages=rows)
 
@@ -104,3 +106,13 @@ def test_accepting_a_damaged_page_clears_the_warning_and_rejecting_keeps_it(deci
 def test_a_month_of_whole_pages_passes():
     outcome = pages_drawn_whole(build({1: 1}, [record(1, 0)]))
     assert outcome.passed and outcome.description == "every page drawn whole"
+
+
+def test_the_manifest_in_hand_counts_for_the_first_archive_without_a_read(tmp_path):
+    """publish_manifest's checks: the month's first archive is the manifest just published when
+    the store holds no other revision of the month (none read again)."""
+    manifest = damaged_month()
+    store = LocalStore(tmp_path)
+    assert month_checks.first_archived_at(store, manifest.month) is None  # not stored
+    found = month_checks.first_archived_at(store, manifest.month, manifest)
+    assert found == datetime(2026, 11, 2, tzinfo=UTC)

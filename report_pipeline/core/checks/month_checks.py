@@ -154,14 +154,13 @@ def archived_on_time(
     )  # fmt: skip
 
 
-def first_archived_at(store: Store, month: str) -> datetime | None:
+def first_archived_at(store: Store, month: str, known: Manifest | None = None) -> datetime | None:
     """When the month's first revision still on record was archived (None: none archived):
-    a corrected report archived later does not make a month that was on time late."""
-    times = [
-        parse_iso(manifest.created_at)
-        for _, manifest in month_manifests(store, month)
-        if manifest.state in ARCHIVED_STATES
-    ]
+    a corrected report archived later does not make a month that was on time late. `known`:
+    a manifest of the month the caller holds, not read again."""
+    besides = known.parent_revision if known is not None else ""
+    manifests = [m for _, m in month_manifests(store, month, besides)] + [known] * bool(known)
+    times = [parse_iso(m.created_at) for m in manifests if m.state in ARCHIVED_STATES]
     return min(times, default=None)
 
 
@@ -217,7 +216,7 @@ def month_outcomes(
     from the month's first archived revision)."""
     archived_at, matches = together(
         store,
-        lambda: first_archived_at(store, manifest.month),
+        lambda: first_archived_at(store, manifest.month, manifest),
         lambda: archive_matches_manifest(store, manifest),
     )  # fmt: skip
     return [
