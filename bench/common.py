@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from report_pipeline.proc import proc_stat
+from report_pipeline.core.sandbox.child import proc_stat
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -150,20 +150,18 @@ def test_a_newer_extractor_replaces_the_revision_and_an_older_one_never_comes_ba
 
 
 def test_the_revision_a_run_expects_is_used_only_while_the_month_names_it(store, tmp_path):
-    """manifest_table reads the revision its run published beside the month's record; once the
-    month names another revision, that one is the month's, as without the hint."""
+    """manifest_table reads the manifest its run published, with the generation of the month's
+    record that named it; once a later generation exists, the month is read as without them."""
     pdf = fixture_pdf("truncated_jpeg.pdf")
     first = run(store, pdf, tmp_path)
     first_key = keys.manifest_key(first.report_id, first.parent_revision)
-    assert latest_archived(store, MONTH, first_key) == (first_key, first)
+    assert latest_archived(store, MONTH, first_key, 1) == (first_key, first)
     upgraded = run(store, pdf, tmp_path, version=NEXT)
     upgraded_key = keys.manifest_key(upgraded.report_id, upgraded.parent_revision)
-    assert latest_archived(store, MONTH, first_key) == (upgraded_key, upgraded)
-    assert latest_archived(store, MONTH, upgraded_key) == (upgraded_key, upgraded)
-    assert latest_archived(store, clock_month_without_archive(), upgraded_key) is None
-    # with the generation that named it: current while no later generation exists
-    assert latest_archived(store, MONTH, upgraded_key, 2) == (upgraded_key, upgraded)
     assert latest_archived(store, MONTH, first_key, 1) == (upgraded_key, upgraded)
+    assert latest_archived(store, MONTH, upgraded_key, 2) == (upgraded_key, upgraded)
+    assert latest_archived(store, MONTH, first_key) == (upgraded_key, upgraded)  # no generation
+    assert latest_archived(store, clock_month_without_archive()) is None
 
 
 def test_publish_tells_the_generation_that_names_the_manifest_it_returns(store, tmp_path):

@@ -85,27 +85,17 @@ def latest_archived(
     """(key, manifest) of the month's current revision while it is archived (complete): what
     every surface shows as the month. None: nothing archived, or its archive clock ran out.
 
-    `expected`: the manifest key the caller expects to be current (the one its run just
-    published), read beside the month's record (one wait on S3) and used only if the record
-    names it. With `generation`, the record the run saw name it: then it is current as long as
-    no later generation exists (generations are written once, in order), and that is all that
-    is asked. Otherwise the month is read as without them."""
-    if expected:
-        if generation > 0:
-            later, manifest = together(
-                store,
-                lambda: store.exists(keys.current_key(month, generation + 1)),
-                lambda: store_json.read_manifest(store, expected),
-            )
-            names = not later
-        else:
-            head, manifest = together(
-                store,
-                lambda: month_record.head(store, month),
-                lambda: store_json.read_manifest(store, expected),
-            )
-            names = head is not None and manifest_key(head.report_id, head.revision) == expected
-        if names:
+    `expected` and `generation`: a manifest key and the generation of the month's record that
+    named it (what publish_manifest left in its run). It is current as long as no later
+    generation exists (generations are written once, in order), asked beside the manifest's
+    read: one wait on S3. A later generation, or no hint: the month is read as usual."""
+    if expected and generation > 0:
+        later, manifest = together(
+            store,
+            lambda: store.exists(keys.current_key(month, generation + 1)),
+            lambda: store_json.read_manifest(store, expected),
+        )
+        if not later:
             live = manifest is not None and manifest.state == "complete"
             return (expected, manifest) if live else None
     found = current(store, month)

@@ -16,6 +16,7 @@ import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 EXIT_ERROR, EXIT_MEMORY = 70, 75
@@ -96,12 +97,19 @@ def ended(status: int) -> tuple[str, str]:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat (Linux) after the command name, state first (so field N
+    of proc(5) is at N - 3). OSError once the process is gone. The one reader of that file:
+    the walk's CPU budget (`cpu_of`), whether a run's worker is still the process that started
+    it (defs/reports/dead_runs.py), and the benchmarks' CPU figures."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_of(pid: int) -> float | None:
     """CPU seconds (user + system) process `pid` has used so far, from /proc/<pid>/stat; None
     where /proc cannot say."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            after_name = stat.read().rsplit(b")", 1)[1].split()
+        after_name = proc_stat(pid)
         return (int(after_name[11]) + int(after_name[12])) / _TICKS  # utime, stime: fields 14, 15
     except (OSError, ValueError, IndexError):
         return None

@@ -28,8 +28,8 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.model.wording import plural
+from report_pipeline.core.sandbox.child import proc_stat
 from report_pipeline.defs.reports.jobs import extract_report_job
-from report_pipeline.proc import proc_stat
 
 PARTITION_TAG = "dagster/partition"
 REPLACES_TAG = "report_pipeline/replaces_run"
