@@ -245,3 +245,50 @@ def test_a_crypt_filter_the_document_does_not_define_is_undecodable():
         outcome = per_image.process_image(doc, ref, Limits()).outcome
     assert (outcome.state, outcome.reason) == ("quarantined", "undecodable")
     assert outcome.detail.startswith("MuPDF could not decrypt it: ")
+
+
+def _inline_a85_in(container: str, data: bytes) -> bytes:
+    """A page whose inline image of ASCII85 text `data` lies in a `container`'s content: a form,
+    a form in a form, a pattern's cell, a Type3 glyph's procedure, an annotation's appearance."""
+    drawn = b"q 10 0 0 10 0 0 cm BI /W 8 /H 8 /CS /G /BPC 8 /F /A85 ID %s EI Q" % data
+    o = Objects()
+    if container in ("form", "form in a form"):
+        inner = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]", drawn))
+        if container == "form in a form":
+            outer = b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]/Resources<</XObject<</In"
+            inner = o.add(stream(outer + b" %d 0 R>>>>" % inner, b"/In Do"))
+        o.page(b"<</XObject<</Fm %d 0 R>>>>" % inner, b"/Fm Do")
+    elif container == "pattern":
+        cell = o.add(stream(b"/PatternType 1/PaintType 1/TilingType 1/BBox[0 0 200 200]"
+                            b"/XStep 200/YStep 200", drawn))  # fmt: skip
+        o.page(b"<</Pattern<</P %d 0 R>>>>" % cell, b"/Pattern cs /P scn 0 0 100 100 re f")
+    elif container == "type3 glyph":
+        proc = o.add(stream(b"", b"10 0 d0 " + drawn))
+        font = o.add(b"<</Type/Font/Subtype/Type3/FontBBox[0 0 10 10]/FontMatrix[0.1 0 0 0.1 0 0]"
+                     b"/CharProcs<</a %d 0 R>>/Encoding<</Type/Encoding/Differences[97/a]>>"
+                     b"/FirstChar 97/LastChar 97/Widths[10]/Resources<<>>>>" % proc)  # fmt: skip
+        o.page(b"<</Font<</T %d 0 R>>>>" % font, b"BT /T 12 Tf 20 100 Td (a) Tj ET")
+    else:
+        look = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 100 100]", drawn))
+        annot = o.add(b"<</Type/Annot/Subtype/Square/Rect[0 0 100 100]/F 4/AP<</N %d 0 R>>>>"
+                      % look)  # fmt: skip
+        o.page(b"<<>>", b"", b"/Annots[%d 0 R]" % annot)
+    return o.pdf()
+
+
+@pytest.mark.parametrize(
+    "container", ["form", "form in a form", "pattern", "type3 glyph", "annotation"]
+)
+def test_inline_ascii85_ended_by_a_stray_tilde_is_undecodable_wherever_it_is_drawn(container):
+    """The same rule in a form's, a pattern's, a Type3 glyph's or an annotation appearance's
+    content as in a page's own (issue 30 leftovers): their text is found in the streams the
+    page runs, not only in its content; it stayed `truncated`."""
+    text = base64.a85encode(bytes(range(0, 256, 4)))
+    for data, reason in ((b"<~" + text + b"~>", "undecodable"),
+                         (text[:20] + b"~" + text[20:] + b"~>", "undecodable"),
+                         (text[:40] + b"~>", "truncated")):  # fmt: skip
+        with pymupdf.open(stream=_inline_a85_in(container, data), filetype="pdf") as doc:
+            (ref,) = page_images(doc, 1)
+            assert ref.origin.endswith("inline"), ref.origin
+            outcome = per_image.process_image(doc, ref, Limits()).outcome
+        assert (outcome.state, outcome.reason) == ("quarantined", reason), (data, outcome)

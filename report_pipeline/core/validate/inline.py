@@ -64,23 +64,33 @@ def pixmap(ref: ImageRef) -> pymupdf.Pixmap:
 _SPACE = rb"[\x00\t\n\x0c\r ]*"
 _FIRST_A85 = re.compile(rb"/(?:F|Filter)" + _SPACE + rb"(?:\[" + _SPACE + rb")?"
                         rb"/(?:A85|ASCII85Decode)(?![^\x00\t\n\x0c\r ()<>\[\]{}/%])")  # fmt: skip
-_A85_TEXT: dict[tuple[int, str, int], list[bytes]] = {}  # the last page's, by (doc, name, page)
+# the last page's, by (doc, name, page, its own content only)
+_A85_TEXT: dict[tuple[int, str, int, bool], list[bytes]] = {}
+# the streams a page can run, read for inline images' text: at most so many, so many bytes
+_MAX_STREAMS, _MAX_STREAM_BYTES = 4_096, 64 << 20
+_RUN = ("XObject", "Pattern", "Font", "ExtGState")  # the resources that hold streams it runs
 
 
 def ascii85_text(doc: pymupdf.Document, ref: ImageRef) -> bytes | None:
-    """The ASCII85 text of the inline image `ref` as it stands in its page's content, when it
-    can be told: MuPDF decodes that layer while it parses the page and keeps only the bytes it
-    made (`raw_bytes`). Found among the page's own inline images whose first filter is ASCII85,
-    as the one whose text, up to its first `~` (where MuPDF ends it), makes those bytes; None
-    when none does, or another whose text ends elsewhere does too (an image of a form's
-    content, or one MuPDF did not read)."""
-    if ref.origin != "inline":
+    """The ASCII85 text of the inline image `ref` as it stands in the content that draws it,
+    when it can be told: MuPDF decodes that layer while it parses the content and keeps only
+    the bytes it made (`raw_bytes`). Found among the inline images whose first filter is ASCII85
+    of the page's own content, or for an image a form, pattern, soft mask, Type3 glyph or
+    annotation appearance draws (its origin says so), of every stream the page can run
+    (`_run_streams`), as the one whose text, up to its first `~` (where MuPDF ends it), makes
+    those bytes; None when none does, or another whose text ends elsewhere does too (one MuPDF
+    did not read)."""
+    if ref.origin.rsplit("/", 1)[-1] != "inline":
         return None
-    key = (id(doc), doc.name, ref.page)
+    key = (id(doc), doc.name, ref.page, ref.origin == "inline")
     if key not in _A85_TEXT:
         _A85_TEXT.clear()
-        content = doc[ref.page - 1].read_contents()
-        _A85_TEXT[key] = [data for head, data in inline_image_texts(content)
+        page = doc[ref.page - 1]
+        contents = [page.read_contents()]
+        if ref.origin != "inline":
+            contents += _run_streams(mupdf.pdf_page_from_fz_page(page.this).obj())
+        _A85_TEXT[key] = [data for content in contents
+                          for head, data in inline_image_texts(content)
                           if _FIRST_A85.search(head)]  # fmt: skip
     made = raw_bytes(ref)
     found = [text for text in _A85_TEXT[key] if _makes(text, made)]
@@ -110,3 +120,50 @@ def _makes(text: bytes, made: bytes) -> bool:
 def _ends_early(text: bytes) -> bool:
     at = text.find(b"~")
     return at >= 0 and text[at + 1 : at + 2] not in (b">", b"")
+
+
+def _run_streams(page: mupdf.PdfObj) -> list[bytes]:
+    """The decoded content of every stream the page can run besides its own content: the
+    forms, tiling patterns, soft-mask groups and Type3 glyph procedures its resources name, and
+    theirs, and its annotations' normal appearances (each state's), each once; images are not
+    read. Bounded: the first `_MAX_STREAMS` streams, up to `_MAX_STREAM_BYTES` in all."""
+    found: list[bytes] = []
+    seen: set[int] = set()
+    todo = [mupdf.pdf_dict_get(page, mupdf.PDF_ENUM_NAME_Resources)]
+    annots = mupdf.pdf_dict_get(page, mupdf.PDF_ENUM_NAME_Annots)
+    for i in range(mupdf.pdf_array_len(annots) if mupdf.pdf_is_array(annots) else 0):
+        look = mupdf.pdf_dict_getl(mupdf.pdf_array_get(annots, i), mupdf.PDF_ENUM_NAME_AP,
+                                   mupdf.PDF_ENUM_NAME_N)  # fmt: skip
+        todo += [look] if mupdf.pdf_is_stream(look) else _values(look)
+    total = 0
+    while todo and len(found) < _MAX_STREAMS and total < _MAX_STREAM_BYTES:
+        obj = todo.pop()
+        number = mupdf.pdf_to_num(obj)
+        if not mupdf.pdf_is_dict(obj) or (number and number in seen):
+            continue
+        seen.add(number)
+        if mupdf.pdf_dict_get_name(obj, mupdf.PDF_ENUM_NAME_Subtype) == "Image":
+            continue
+        if mupdf.pdf_is_stream(obj):
+            try:
+                data = mupdf.pdf_load_stream(obj).fz_buffer_extract()
+            except mupdf.FzErrorBase:
+                data = b""
+            found.append(data)
+            total += len(data)
+        resources = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Resources)
+        todo.append(resources)
+        for kind in _RUN if not mupdf.pdf_is_stream(obj) else ():
+            todo += _values(mupdf.pdf_dict_gets(obj, kind))
+        todo += _values(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_CharProcs))  # a Type3 font
+        smask = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_SMask)  # an ExtGState's soft mask
+        if mupdf.pdf_is_dict(smask):
+            todo.append(mupdf.pdf_dict_get(smask, mupdf.PDF_ENUM_NAME_G))
+    return found
+
+
+def _values(obj: mupdf.PdfObj) -> list[mupdf.PdfObj]:
+    """A dictionary's values (none for anything else)."""
+    if not obj.m_internal or not mupdf.pdf_is_dict(obj):
+        return []
+    return [mupdf.pdf_dict_get_val(obj, i) for i in range(mupdf.pdf_dict_len(obj))]
