@@ -150,7 +150,7 @@ def test_the_walks_cpu_budget_holds_for_the_childrens_sum(tmp_path, monkeypatch)
     path = tmp_path / "eight.pdf"
     blank_pages(path, 8)
     real = walk.walk_page
-    monkeypatch.setattr(walk, "walk_page", lambda doc, number: burn(0.3) or real(doc, number))
+    monkeypatch.setattr(walk, "walk_page", lambda doc, n, *rest: burn(0.3) or real(doc, n, *rest))
     for children in (1, 2):
         settings = DecodeSettings(processes=children, walk_cpu_seconds=2)
         with pytest.raises(walk.WalkFailed) as failed:
@@ -171,7 +171,7 @@ def test_the_first_page_that_cannot_be_walked_is_named_whichever_child_stops_fir
     path = tmp_path / "two.pdf"
     blank_pages(path, 2)
 
-    def stops(doc, number):
+    def stops(doc, number, *rest):
         if number == 2:
             raise pdf_pages.TooManyImages("page 2 draws too many")
         burn(0.5)
@@ -337,9 +337,9 @@ def test_each_page_is_interpreted_once_the_decoders_take_the_planned_draws(
     walked: list[int] = []
     real = pdf_pages.page_draws
 
-    def counted(doc, number, limit):
+    def counted(doc, number, limit, *rest):
         walked.append(number)
-        return real(doc, number, limit)
+        return real(doc, number, limit, *rest)
 
     monkeypatch.setattr(pdf_pages, "page_draws", counted)
     settings = PipelineSettings(tmp_path / "work")

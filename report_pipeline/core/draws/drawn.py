@@ -24,6 +24,7 @@ from report_pipeline.core.draws.callbacks import entry, guarded
 from report_pipeline.core.draws.clips import Clips
 from report_pipeline.core.draws.paints import BASE, FRESH, Paint, Paints
 from report_pipeline.core.draws.replays import Replays
+from report_pipeline.core.draws.textbox import TextBoxes, paints_patterns
 from report_pipeline.core.draws.type3 import Type3Glyphs
 from report_pipeline.core.draws.visibility import Visibility
 from report_pipeline.core.draws.xobjects import XObjects
@@ -72,7 +73,9 @@ class WalkLimit(Exception):
         self.reason, self.detail = reason, detail
 
 
-class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupdf.PdfProcessor2):
+class DrawFinder(
+    XObjects, Visibility, Clips, Paints, TextBoxes, Type3Glyphs, Replays, mupdf.PdfProcessor2
+):
     def __init__(self, doc: mupdf.PdfDocument, limit: int) -> None:
         super().__init__()
         for op in ("push_resources", "pop_resources", "op_Do_image", "op_Do_form", "op_BI",
@@ -226,12 +229,18 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
         self.path.append(kind)
         self.active.append(number)
         floor, self.floor = self.floor, len(self.resources) if kind == "type3" else self.floor
+        # MuPDF runs a glyph in a processor of its own, and a soft mask saving the text matrix
+        text_object = self.save_text_object() if kind in ("type3", "softmask") else None
+        if kind == "type3":
+            self.reset_text_object()
         try:
             if kind in ("form", "softmask"):  # MuPDF clips to its box (`clips`)
                 self._clip()
             if not self.aborted:
                 self.running([stream], lambda: self.interpret(resources, stream))
         finally:
+            if text_object is not None:
+                self.restore_text_object(text_object)
             self.floor = floor
             self.active.pop()
             self.path.pop()
@@ -283,15 +292,29 @@ def allocation_failed(error: Exception) -> bool:
 
 
 def page_draws(
-    doc: pymupdf.Document, page_number: int, limit: int
+    doc: pymupdf.Document, page_number: int, limit: int, patterned: dict | None = None
 ) -> tuple[list[Draw], PageStreams]:
     """Every image the page draws (1-based page number), in order, and which of its content
     streams broke off or were repaired (`breaks`): what a broken stream would have drawn after
-    the break is unknown. Raises TooManyDraws past `limit` draws."""
+    the break is unknown. Raises TooManyDraws past `limit` draws. Text is laid out for the box a
+    tiling pattern paints it over only on a page that can paint one (`textbox`; `patterned`
+    keeps what is known of the document's resources, from page to page)."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     page = doc[page_number - 1]
     pdf_page = mupdf.pdf_page_from_fz_page(page.this)
     finder = DrawFinder(pdf_page.doc(), limit)
+    try:
+        return _page_draws(finder, page_number, pdf_page, patterned)
+    finally:
+        finder.drop_kept_fonts()
+
+
+def _page_draws(
+    finder: DrawFinder, page_number: int, pdf_page: mupdf.PdfPage, patterned: dict | None
+) -> tuple[list[Draw], PageStreams]:
+    limit = finder.limit
+    if paints_patterns(pdf_page, {} if patterned is None else patterned):
+        finder.follow_text_boxes()
     start = replace(FRESH, ctm=page_transform(pdf_page))  # as fz_run_page starts a page
     finder.paint = start
     finder.base = start.ctm
@@ -309,6 +332,7 @@ def page_draws(
         finder.path.append("annotation")
         finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
         finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE
+        finder.reset_text_object()
         try:
             finder.annotation(annot)
         finally:

@@ -10,9 +10,10 @@ uses blending (MuPDF's pdf_pattern_uses_blending) once per cell the area touches
 many: after a run that drew nothing, or once the page's cap is reached, the rest are not
 replayed. Where the area
 is known (a path filled or stroked, a stencil mask: the walk follows the transformation matrix,
-the line width, join and miter limit, and the path), a paint counts as many times as MuPDF
-runs the cell: 0, 1, 2 or 4; where it is not (text, a Type3 glyph's content, a stroke inside a
-pattern's cell), once, unless a pattern matrix that cannot be inverted decides alone. And an
+the line width, join and miter limit, and the path; text, its glyphs' box as MuPDF bounds it:
+`textbox`), a paint counts as many times as MuPDF runs the cell: 0, 1, 2 or 4; where it is not
+(text `textbox` cannot lay out, a Type3 glyph's content, a stroke inside a pattern's cell),
+once, unless a pattern matrix that cannot be inverted decides alone. And an
 ExtGState's soft mask (`/SMask` with a group `/G`) when a paint happens under it: a path, a text
 flush, an image without a mask of its own, a shading, a transparency group (once, around its
 content). So a pattern painted three times is three records of its image, one selected and
@@ -42,6 +43,7 @@ from pymupdf import mupdf
 from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.callbacks import guarded
 from report_pipeline.core.draws.replays import identity
+from report_pipeline.core.draws.textbox import TextParams
 from report_pipeline.core.draws.tiles import Matrix, Rect
 from report_pipeline.core.draws.type3 import UNPAINTED
 
@@ -80,6 +82,8 @@ class Paint:
     fill_base: Matrix | None = None
     stroke_base: Matrix | None = None
     softmask_ctm: Matrix | None = None
+    # the text state that lays glyphs out (`textbox`; None: not followed, in a pattern's cell)
+    text_params: TextParams | None = TextParams()
 
 
 FRESH = Paint()
@@ -137,7 +141,7 @@ class Paints:
                 runs, cell = self._runs(obj, base, shape)
                 # the cell's strokes are MuPDF's from the selecting stream's base: not followed
                 inner = replace(self.paint, softmask=None, render=render, ctm=cell, line=None,
-                                **{which: None})  # fmt: skip
+                                text_params=None, **{which: None})  # fmt: skip
                 if uncolored:  # drawn in the colour of the paint: neither material is a pattern
                     inner = replace(inner, fill=None, stroke=None)
                 for _ in range(1 if runs is None else runs):  # replays after the first
@@ -241,10 +245,16 @@ class Paints:
         self._shape()
 
     def flush_text(self) -> None:
-        """The text shown since the last flush is painted now, in the mode it was shown in."""
+        """The text shown since the last flush is painted now, in the mode it was shown in,
+        over its glyphs' box (`textbox`: TEXT where it is not known)."""
         mode, self.text, self.text_draws = self.text, None, []
-        if mode is not None and (mode in _FILLS or mode in _STROKES):
-            self.painted(mode in _FILLS, mode in _STROKES)
+        if mode is None:
+            return
+        fill, stroke = mode in _FILLS, mode in _STROKES
+        box = self.text_box(stroke)
+        if fill or stroke:
+            patterned = fill and self.paint.fill or stroke and self.paint.stroke
+            self.painted(fill, stroke, ("box", box) if box and patterned else TEXT)
 
     def hide_text(self) -> None:
         """The text shown since the last flush becomes invisible, as MuPDF makes it when a
@@ -261,6 +271,7 @@ class Paints:
             # a Type3 font's glyphs make their own text, glyph by glyph (`type3`)
             if self.font is None or self.paint.render in UNPAINTED:
                 self.text = self.paint.render
+                self.lay_out(codes)
         super()._show(codes)
 
     # -- the state ---------------------------------------------------------------------------

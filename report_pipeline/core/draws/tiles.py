@@ -23,7 +23,7 @@ gives an unknown count (None), and the caller counts the paint once, as before.
 
 A path's box is MuPDF's own: the path is built again with MuPDF and bounded by its
 fz_bound_path, filled or stroked with the line width, join and miter limit. A text object's box
-is its glyphs': unknown here, except where the matrix is singular.
+is its glyphs', as MuPDF lays them out (`textbox`).
 """
 
 from __future__ import annotations

@@ -132,6 +132,7 @@ class Type3Glyphs:
         # an ExtGState's /Font comes as Tf too, named "ExtGState": op_gs_begin read the font
         gs_font, self.gs_font = self.gs_font, None
         self.fonted = True
+        self.select_font(font, size)  # `textbox`
         loaded = getattr(font, "font", None) if font is not None else None  # pdf_font_desc
         loaded = mupdf.FzFont(mupdf.ll_fz_keep_font(loaded)) if loaded is not None else None
         self._select(gs_font if name == "ExtGState" else self._lookup("Font", name), loaded)
@@ -172,10 +173,12 @@ class Type3Glyphs:
 
     @guarded
     def op_squote(self, ctx, string, length) -> None:
+        self.newline()  # `textbox`
         self._show(_shown(string, length))
 
     @guarded
     def op_dquote(self, ctx, aw, ac, string, length) -> None:
+        self.newline((aw, ac))
         self._show(_shown(string, length))
 
     @guarded
@@ -185,6 +188,8 @@ class Type3Glyphs:
             item = mupdf.pdf_array_get(items, i)
             if mupdf.pdf_is_string(item):
                 self._show(_string(item))
+            else:
+                self.adjust(mupdf.pdf_to_real(item))  # `textbox`
 
     def _show(self, codes: bytes) -> None:
         """Each character of `codes` (a shown string's bytes) the selected Type3 font paints,
@@ -205,7 +210,8 @@ class Type3Glyphs:
         # state and changed none) is only text: skipped at C speed when the paint of the text
         # glyph by glyph adds nothing either, else by a set lookup
         quiet = {code for code in set(codes) - direct.keys() if font.proc(code) is None}
-        skipped = bool(quiet) and not direct and (plain or render == 0)
+        # (not when glyphs are laid out one by one for the text's box: `textbox`)
+        skipped = bool(quiet) and not direct and (plain or render == 0) and not self.boxing
         if skipped:
             last, codes = codes[-1], codes.translate(None, bytes(quiet))
             self._text_glyph()
@@ -213,12 +219,14 @@ class Type3Glyphs:
         for code in codes:
             if code in quiet:
                 self._text_glyph()
+                self.lay_out(bytes((code,)))
                 continue
             how = direct.get(code, CACHED)
             if how == UNCACHEABLE or self.text is not None and self.text != render:
                 self.flush_text()
             if how == COLOURED:
                 self.hide_text()
+            self.lay_out(bytes((code,)))  # in the text it belongs to (`textbox`)
             before, proc = (len(self.draws), self.marked_off), font.proc(code)
             masked = font.masked(code)
             self.fonts_running.append(number)

@@ -182,11 +182,14 @@ def page_images(
     return walk_page(doc, page_number)[0]
 
 
-def walk_page(doc: pymupdf.Document, page_number: int) -> tuple[list[ImageRef], PageStreams]:
+def walk_page(
+    doc: pymupdf.Document, page_number: int, patterned: dict | None = None
+) -> tuple[list[ImageRef], PageStreams]:
     """`page_images`, and which of the page's content streams broke off or were repaired
-    (see `drawn.page_draws`)."""
+    (see `drawn.page_draws`, and for `patterned`, what is known of the document's resources
+    from page to page)."""
     try:
-        draws, streams = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE)
+        draws, streams = page_draws(doc, page_number, MAX_DRAWS_PER_PAGE, patterned)
     except TooManyDraws as exc:
         raise TooManyImages(str(exc)) from None
     return _refs(doc, page_number, draws), streams

@@ -314,13 +314,14 @@ def _work(path: Path, memory_bytes: int, numbers: list[int]):
 
 def _walk(sock: socket.socket, pages: Reopening, numbers: list[int]) -> None:
     total = 0
+    patterned: dict[int, bool] = {}  # resources known to reach no pattern (`drawn.page_draws`)
     for number in numbers:
         if number > pages.doc.page_count:  # fewer pages than intake counted: the parent says so
             return
         doc = pages.next_page()  # reopened when earlier pages grew the child too much
         try:
             _annotations_within_limit(doc, number)
-            refs, streams = walk_page(doc, number)
+            refs, streams = walk_page(doc, number, patterned)
             unread, whole = _unread_inline_images(doc, number, refs)
         except MemoryError:
             raise
