@@ -25,6 +25,7 @@ A mixin for `drawn.DrawFinder`, which provides `paint` (its `text_params`, `ctm`
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 from pymupdf import mupdf
@@ -196,17 +197,24 @@ class TextBoxes:
 
     # -- the text state ----------------------------------------------------------------------
     def _params(self, **changes) -> None:
+        """The text state changed (q/Q save it with the paint). Pages set the same font, size
+        or spacing line after line: a change to what it already is costs nothing."""
         params = self.paint.text_params
-        if params is not None:
-            self.paint = replace(self.paint, text_params=replace(params, **changes))
+        if params is None or all(getattr(params, k) == v for k, v in changes.items()):
+            return
+        paint = copy.copy(self.paint)  # dataclasses.replace checks every field: 10x slower
+        object.__setattr__(paint, "text_params", replace(params, **changes))
+        self.paint = paint
 
     def select_font(self, font, size: float) -> None:
         """`Tf` (or an ExtGState's /Font): MuPDF's font and the size."""
         if not self.boxing:
             return
-        key = int(font.this) if font is not None else 0
-        if font is not None and key not in self.kept_fonts:
-            self.kept_fonts[key] = (mupdf.ll_pdf_keep_font(font), _code_bytes(font))
+        if font is not None:  # one object per font, kept: the same font compares equal
+            key = int(font.this)
+            if key not in self.kept_fonts:
+                self.kept_fonts[key] = (mupdf.ll_pdf_keep_font(font), _code_bytes(font))
+            font = self.kept_fonts[key][0]
         self._params(font=font, size=size)
 
     @guarded
