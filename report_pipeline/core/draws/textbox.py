@@ -18,7 +18,7 @@ did before:
 - text in a pattern's cell (MuPDF shows it in the text state of the stream that selected the
   pattern) or in a Type3 glyph MuPDF renders in the page's state (its transformation is not
   followed);
-- past MAX_GLYPHS glyphs laid out on a page, whose cost stays bounded so (about 3 µs a glyph).
+- past MAX_GLYPHS glyphs laid out on a page, whose cost stays bounded so (docs/performance.md).
 
 A mixin for `drawn.DrawFinder`, which provides `paint` (its `text_params`, `ctm`, `line`).
 """
@@ -61,6 +61,7 @@ class TextBoxes:
         self.tos = mupdf.pdf_text_object_state()
         self.raw_text = mupdf.pdf_text_state()
         self.trm = mupdf.fz_matrix()
+        self.advance = mupdf.ll_pdf_tos_make_trm_outparams()  # reused: one a call costs 3 µs
         self.kept_fonts: dict[int, tuple[object, int]] = {}  # font -> (font, bytes a code)
         self.glyphs = 0
         self.reset_text_object()
@@ -177,12 +178,13 @@ class TextBoxes:
         # Tw, after a one-byte space: along the line, or down a vertical one
         space = (0, params.word_space) if font.wmode else (
             tiles.f32(params.word_space * params.scale), 0)  # fmt: skip
-        make_trm, move = mupdf.ll_pdf_tos_make_trm, mupdf.ll_pdf_tos_move_after_char
+        make_trm, move = mupdf.ll_pdf_tos_make_trm_outparams_fn, mupdf.ll_pdf_tos_move_after_char
+        advance = self.advance
         for at in range(0, len(codes), width):
             code = codes[at] if width == 1 else int.from_bytes(codes[at : at + 2])
             if width == 2 and at + 1 == len(codes):
                 code = 0  # a lone last byte: no code of the codespace (MuPDF's cpt 0, one byte)
-            make_trm(tos, text, font, code, trm)  # an identity CMap: the code is the CID
+            make_trm(tos, text, font, code, trm, advance)  # an identity CMap: code = CID
             move(tos)
             if code == 32 and width == 1:
                 tos.tm = mupdf.ll_fz_pre_translate(tos.tm, *space)
