@@ -111,6 +111,35 @@ def test_text_in_a_form_with_a_matrix_counts_the_cells_mupdf_runs(case):
         assert (len(page_images(doc, 1)), mupdf_draws(doc[0])) == (drawn, drawn)
 
 
+def cid_page(content: bytes, encoding: bytes) -> bytes:
+    """One page running `content` with /P and /F, a two-byte font (Type0, `encoding`
+    Identity-H or -V) whose CIDFont is not embedded (MuPDF draws it with a substitute)."""
+    o = Objects()
+    pattern = o.add(tiling_pattern(o.add(image(40))))
+    cid = o.add(b"<</Type/Font/Subtype/CIDFontType2/BaseFont/Arial/CIDSystemInfo<</Registry"
+                b"(Adobe)/Ordering(Identity)/Supplement 0>>/FontDescriptor<</Type/FontDescriptor"
+                b"/FontName/Arial/Flags 32/FontBBox[0 -200 1000 900]/ItalicAngle 0/Ascent 900"
+                b"/Descent -200/CapHeight 700/StemV 80>>/DW 1000>>")  # fmt: skip
+    font = o.add(b"<</Type/Font/Subtype/Type0/BaseFont/Arial/Encoding%s/DescendantFonts[%d 0 R]>>"
+                 % (encoding, cid))  # fmt: skip
+    o.page(b"<</Pattern<</P %d 0 R>>/Font<</F %d 0 R>>>>" % (pattern, font), content)
+    return o.pdf()
+
+
+@pytest.mark.parametrize("encoding", [b"/Identity-H", b"/Identity-V"])
+def test_two_byte_text_counts_the_cells_mupdf_runs(encoding):
+    """A two-byte font, horizontal or vertical, shown by TJ (whose strings the walk reads
+    whole), at ten places: the walk's records are MuPDF's draws (1, 2 and 4 among them)."""
+    counts = []
+    for x in range(10):
+        content = FILL + b"BT /F 3 Tf %d 3 Td [<00410042> 200 <0043>] TJ ET" % x
+        with pymupdf.open(stream=cid_page(content, encoding), filetype="pdf") as doc:
+            walked, drawn = len(page_images(doc, 1)), device_draws(doc[0])
+        assert walked == drawn, (x, walked, drawn)
+        counts.append(drawn)
+    assert len(set(counts)) > 1
+
+
 def _random_page(rng: random.Random) -> bytes:
     font = rng.choice([b"/F", b"/T"])
     text = bytes(rng.choice(b"ac ") if font == b"/F" else 99 for _ in range(rng.randint(1, 3)))

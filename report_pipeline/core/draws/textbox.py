@@ -15,6 +15,8 @@ read once per resources dictionary). Where the box cannot be told the text count
 did before:
 - a font whose encoding is a CMap other than MuPDF's one- or two-byte identity (every simple
   font's, Identity-H and -V): the lengths of its codes are not followed;
+- a string `Tj`, `'` or `"` shows that holds a NUL byte (MuPDF's binding hands it over as a C
+  string, cut there: `type3._shown`), common in two-byte fonts; TJ's strings are read whole;
 - text in a pattern's cell (MuPDF shows it in the text state of the stream that selected the
   pattern) or in a Type3 glyph MuPDF renders in the page's state (its transformation is not
   followed);
@@ -55,6 +57,7 @@ class TextParams:
 
 class TextBoxes:
     boxing = False  # text is followed on this page
+    string_cut = False  # the string being shown is not whole (`type3._shown`)
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
@@ -134,6 +137,9 @@ class TextBoxes:
             self._later_or_now(self.paint.text_params, amount)
 
     def _later_or_now(self, params: TextParams | None, item: bytes | float) -> None:
+        if self.string_cut:  # its glyphs are not known: neither is the rest of its line
+            self.pending, self.line_unknown, self.box_unknown = [], True, True
+            return
         if not (self.paint.fill or self.paint.stroke):
             if len(self.pending) >= MAX_GLYPHS:  # a line too long to keep: not followed
                 self.pending, self.line_unknown = [], True
@@ -280,11 +286,14 @@ def _code_bytes(font) -> int:
     """How many bytes each code of MuPDF's font takes: 1 or 2 for an identity CMap (a simple
     font's, Identity-H or -V), 0 (not followed) for any other."""
     encoding = font.encoding
-    if encoding is None or encoding.usecmap is not None or encoding.codespace_len != 1:
+    if encoding is None or encoding.codespace_len != 1:
         return 0
-    if encoding.cmap_name not in ("Identity-H", "Identity-V"):
+    if encoding.cmap_name not in ("Identity-H", "Identity-V"):  # Identity-V uses Identity-H
         return 0
-    return 2 if mupdf.ll_pdf_lookup_cmap(encoding, 0xFFFF) == 0xFFFF else 1
+    lookup = mupdf.ll_pdf_lookup_cmap
+    if all(lookup(encoding, code) == code for code in (0, 0x41, 0x4142, 0xFFFF)):
+        return 2
+    return 1 if all(lookup(encoding, code) == code for code in (0, 0x41, 0xFF)) else 0
 
 
 def _matrix(m) -> tuple[float, ...]:

@@ -169,17 +169,27 @@ class Type3Glyphs:
 
     @guarded
     def op_Tj(self, ctx, string, length) -> None:
-        self._show(_shown(string, length))
+        self._show_string(string, length)
 
     @guarded
     def op_squote(self, ctx, string, length) -> None:
         self.newline()  # `textbox`
-        self._show(_shown(string, length))
+        self._show_string(string, length)
 
     @guarded
     def op_dquote(self, ctx, aw, ac, string, length) -> None:
         self.newline((aw, ac))
-        self._show(_shown(string, length))
+        self._show_string(string, length)
+
+    def _show_string(self, string: str, length: int) -> None:
+        """A string `Tj`, `'` or `"` shows; one the binding cut at a NUL byte (`_shown`) cannot
+        be laid out (`textbox`: its glyphs' box and advance are not known)."""
+        codes = _shown(string, length)
+        self.string_cut = len(codes) < length
+        try:
+            self._show(codes)
+        finally:
+            self.string_cut = False
 
     @guarded
     def op_TJ(self, ctx, array) -> None:
