@@ -230,8 +230,9 @@ class DrawFinder(
         self.active.append(number)
         floor, self.floor = self.floor, len(self.resources) if kind == "type3" else self.floor
         # MuPDF runs a glyph in a processor of its own, and a soft mask saving the text matrix
-        text_object = self.save_text_object() if kind in ("type3", "softmask") else None
-        if kind == "type3":
+        separate = self.boxing and kind in ("type3", "softmask")
+        text_object = self.save_text_object() if separate else None
+        if separate and kind == "type3":
             self.reset_text_object()
         try:
             if kind in ("form", "softmask"):  # MuPDF clips to its box (`clips`)

@@ -105,8 +105,10 @@ class TextBoxes:
         """The device-space box of the text shown since the last paint, as MuPDF bounds it for
         the pattern it paints with (None: not known); the text is painted, so the next starts
         empty."""
+        if not self.boxing:
+            return None
         ctm, line = self.paint.ctm, self.paint.line
-        known = self.boxing and not self.box_unknown and ctm is not None
+        known = not self.box_unknown and ctm is not None
         box = None
         if known and not (stroked and line is None):
             matrix = mupdf.ll_fz_make_matrix(*ctm)
