@@ -189,3 +189,33 @@ def test_past_the_glyph_cap_text_counts_once(monkeypatch):
     monkeypatch.setattr("report_pipeline.core.draws.textbox.MAX_GLYPHS", 0)
     with pymupdf.open(stream=text_page(CASES["across x and y"][0]), filetype="pdf") as doc:
         assert len(page_images(doc, 1)) == 1
+
+
+@pytest.mark.parametrize("where", ["form", "form in a form", "annotation", "soft mask"])
+def test_a_pattern_only_a_form_or_an_appearance_holds_is_followed_too(where):
+    """The walk lays text out on a page whose own resources hold no pattern, when a form, a
+    form inside it, an annotation's appearance or a soft mask's group does
+    (`textbox.paints_patterns`): text across a cell boundary there counts MuPDF's 2 runs."""
+    o = Objects()
+    pattern = o.add(tiling_pattern(o.add(image(40))))
+    font = o.add(b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>")
+    resources = b"<</Pattern<</P %d 0 R>>/Font<</F %d 0 R>>>>" % (pattern, font)
+    text = FILL + b"BT /F 4 Tf 7 3 Td (a) Tj ET"
+    form = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]/Resources" + resources,
+                        text))  # fmt: skip
+    if where == "form in a form":
+        form = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]"
+                            b"/Resources<</XObject<</In %d 0 R>>>>" % form, b"/In Do"))  # fmt: skip
+    if where == "annotation":
+        annot = o.add(b"<</Type/Annot/Subtype/Square/Rect[0 0 200 200]/F 4/AP<</N %d 0 R>>>>"
+                      % form)  # fmt: skip
+        o.page(b"<<>>", b"", b"/Annots[%d 0 R]" % annot)
+    elif where == "soft mask":
+        head = b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]/Group<</S/Transparency>>"
+        group = o.add(stream(head + b"/Resources" + resources, text))
+        gs = b"<</SMask<</Type/Mask/S/Luminosity/G %d 0 R>>>>" % group
+        o.page(b"<</ExtGState<</GS %s>>>>" % gs, b"/GS gs 0 0 50 50 re f")
+    else:
+        o.page(b"<</XObject<</Fm %d 0 R>>>>" % form, b"/Fm Do")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        assert (len(page_images(doc, 1)), mupdf_draws(doc[0])) == (2, 2)
