@@ -249,7 +249,8 @@ def test_a_crypt_filter_the_document_does_not_define_is_undecodable():
 
 def _inline_a85_in(container: str, data: bytes) -> bytes:
     """A page whose inline image of ASCII85 text `data` lies in a `container`'s content: a form,
-    a form in a form, a pattern's cell, a Type3 glyph's procedure, an annotation's appearance."""
+    a form in a form, a pattern's cell, a Type3 glyph's procedure, an annotation's appearance, a
+    soft mask's group."""
     drawn = b"q 10 0 0 10 0 0 cm BI /W 8 /H 8 /CS /G /BPC 8 /F /A85 ID %s EI Q" % data
     o = Objects()
     if container in ("form", "form in a form"):
@@ -268,6 +269,11 @@ def _inline_a85_in(container: str, data: bytes) -> bytes:
                      b"/CharProcs<</a %d 0 R>>/Encoding<</Type/Encoding/Differences[97/a]>>"
                      b"/FirstChar 97/LastChar 97/Widths[10]/Resources<<>>>>" % proc)  # fmt: skip
         o.page(b"<</Font<</T %d 0 R>>>>" % font, b"BT /T 12 Tf 20 100 Td (a) Tj ET")
+    elif container == "soft mask":
+        group = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]"
+                             b"/Group<</S/Transparency/CS/DeviceGray>>", drawn))  # fmt: skip
+        o.page(b"<</ExtGState<</GS<</SMask<</Type/Mask/S/Luminosity/G %d 0 R>>>>>>>>" % group,
+               b"/GS gs 0 0 50 50 re f")  # fmt: skip
     else:
         look = o.add(stream(b"/Type/XObject/Subtype/Form/BBox[0 0 100 100]", drawn))
         annot = o.add(b"<</Type/Annot/Subtype/Square/Rect[0 0 100 100]/F 4/AP<</N %d 0 R>>>>"
@@ -277,7 +283,7 @@ def _inline_a85_in(container: str, data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "container", ["form", "form in a form", "pattern", "type3 glyph", "annotation"]
+    "container", ["form", "form in a form", "pattern", "type3 glyph", "annotation", "soft mask"]
 )
 def test_inline_ascii85_ended_by_a_stray_tilde_is_undecodable_wherever_it_is_drawn(container):
     """The same rule in a form's, a pattern's, a Type3 glyph's or an annotation appearance's
