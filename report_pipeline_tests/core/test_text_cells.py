@@ -219,3 +219,25 @@ def test_a_pattern_only_a_form_or_an_appearance_holds_is_followed_too(where):
         o.page(b"<</XObject<</Fm %d 0 R>>>>" % form, b"/Fm Do")
     with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
         assert (len(page_images(doc, 1)), mupdf_draws(doc[0])) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("content", "drawn"),
+    [(b"/GS gs 50 Tz 0 0 50 50 re f", 1), (b"/GS gs 0 0 50 50 re f", 2),
+     (b"/GS gs 50 Tz 0 0 50 50 re f 100 Tz 0 0 50 50 re f", 3),
+     (b"/GS gs 0 0 50 50 re f 50 Tz 0 0 50 50 re f", 3)],
+)  # fmt: skip
+def test_a_soft_masks_text_is_laid_out_in_the_text_state_it_is_painted_in(content, drawn):
+    """A soft mask's group whose text (`ab` at x 5.5) is filled with a pattern runs in the text
+    state of the paint under it: at Tz 50 the text stays in one cell, at 100 it crosses into a
+    second. The group painted again under another Tz is run again, not replayed."""
+    o = Objects()
+    pattern = o.add(tiling_pattern(o.add(image(40))))
+    font = o.add(b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>")
+    resources = b"<</Pattern<</P %d 0 R>>/Font<</F %d 0 R>>>>" % (pattern, font)
+    head = b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]/Group<</S/Transparency>>/Resources"
+    group = o.add(stream(head + resources, FILL + b"BT /F 4 Tf 5.5 2 Td (ab) Tj ET"))
+    o.page(b"<</ExtGState<</GS<</SMask<</Type/Mask/S/Luminosity/G %d 0 R>>>>>>>>" % group,
+           content)  # fmt: skip
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        assert (len(page_images(doc, 1)), mupdf_draws(doc[0])) == (drawn, drawn)

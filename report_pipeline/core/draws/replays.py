@@ -20,7 +20,8 @@ The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics st
   the document's, the same all walk);
 - the text state: the font it starts with (text without `Tf` uses it), the one a pattern
   selected inside it runs its cell's text in (`paints`: `text_base`), each pattern's, and the Type3
-  fonts whose glyphs are being run (inside its own glyphs a font is a substitute: `type3`).
+  fonts whose glyphs are being run (inside its own glyphs a font is a substitute: `type3`); for a
+  soft mask, the spacing, scale, rise and size its text is laid out with (`textbox`).
 What nests inside it (forms, patterns, glyphs) is part of the one run. A run is not kept, and
 the next paint runs it again, counted, when it cannot stand for the next: a stream it ran made
 MuPDF warn or raise, so `breaks` may judge it broken or repaired (`Streams.words`; a stream is
@@ -77,9 +78,13 @@ class Replays:
             for s in (paint.fill, paint.stroke, paint.softmask)
         )
         around = tuple(identity(r) for r in self.resources[self.floor :])  # names fall back
+        # a soft mask's group lays its text out in the text state it is painted in (`textbox`:
+        # a pattern's cell and a glyph start from their own)
+        laid_out = paint.text_params if kind == "softmask" else None
         return (kind, identity(stream), identity(resources), around, materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
-                identity(font[0]), font[1], text(base), tuple(self.fonts_running))  # fmt: skip
+                identity(font[0]), font[1], text(base), tuple(self.fonts_running),
+                laid_out)  # fmt: skip
 
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""
