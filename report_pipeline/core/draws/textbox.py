@@ -10,9 +10,9 @@ MuPDF runs them over (`paints`, `tiles.cells`).
 
 Following text costs a callback per text operator and a few calls into MuPDF per glyph, so the
 walk follows it only on a page that can paint with a tiling pattern: one whose resources, those
-of its forms, soft masks, Type3 fonts and annotation appearances, hold one (`paints_patterns`,
-read once per resources dictionary). Where the box cannot be told the text counts once, as it
-did before:
+of its forms, soft masks, Type3 fonts and annotation appearances, hold one (`paints_patterns`;
+resources known to hold none are not read again). Where the box cannot be told the text counts
+once, as it did before:
 - a font whose encoding is a CMap other than MuPDF's one- or two-byte identity (every simple
   font's, Identity-H and -V): the lengths of its codes are not followed;
 - a string `Tj`, `'` or `"` shows that holds a NUL byte (MuPDF's binding hands it over as a C
@@ -64,7 +64,7 @@ class TextBoxes:
         self.tos = mupdf.pdf_text_object_state()
         self.raw_text = mupdf.pdf_text_state()
         self.trm = mupdf.fz_matrix()
-        self.advance = mupdf.ll_pdf_tos_make_trm_outparams()  # reused: one a call costs 3 µs
+        self.advance = mupdf.ll_pdf_tos_make_trm_outparams()  # reused: the wrapper makes one
         self.kept_fonts: dict[int, tuple[object, int]] = {}  # font -> (font, bytes a code)
         self.glyphs = 0
         self.reset_text_object()
