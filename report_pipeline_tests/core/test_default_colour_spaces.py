@@ -1,0 +1,260 @@
+"""A /DeviceGray, /DeviceRGB or /DeviceCMYK image is archived as MuPDF's renderer draws it
+through the default colour spaces in effect at its draw (issue 30, item 4: "archived as the page
+draws it"; crafted round: the archive kept the device values). Each page draws one 8 x 8 image
+one pixel a sample; the page MuPDF renders is the reference for every archived pixel, and each
+case checks that the device values are not what the page shows (the test fails without the fix).
+
+MuPDF's behaviour, measured here (core/pdf/defaults.py says it in full): a page's /DefaultGray,
+/DefaultRGB apply to its images, inline images and an /Indexed image's base; a form's own
+defaults replace the page's inside it only; a pattern's own resources' defaults are not read;
+the document's output intent applies where no default is named; an annotation's appearance is
+drawn under the page's; an sRGB /DefaultRGB changes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pymupdf
+import pytest
+from PIL import Image, ImageCms
+
+from fixtures import _icc
+from fixtures._objects import Objects, form, stream, tiling
+from report_pipeline.core.model.settings import PipelineSettings
+from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.storage.local_store import LocalStore
+
+pytestmark = pytest.mark.slow
+
+SIDE = 8
+RNG = np.random.default_rng(30)
+RGB = RNG.integers(0, 256, SIDE * SIDE * 3, dtype=np.uint8).tobytes()
+GRAY = RNG.integers(0, 256, SIDE * SIDE, dtype=np.uint8).tobytes()
+CMYK = RNG.integers(0, 256, SIDE * SIDE * 4, dtype=np.uint8).tobytes()
+PLACE = b"q 8 0 0 8 0 0 cm /I Do Q"  # one pixel a sample at the page's bottom left
+# linear sRGB primaries, gamma 1: a sample is taken as linear light, sRGB shows it brighter
+CALRGB = (b"[/CalRGB<</WhitePoint[0.9505 1 1.089]/Gamma[1 1 1]/Matrix[0.4124 0.2126 0.0193 "
+          b"0.3576 0.7152 0.1192 0.1805 0.0722 0.9505]>>]")  # fmt: skip
+CALGRAY = b"[/CalGray<</WhitePoint[0.9505 1 1.089]/Gamma 1>>]"
+
+
+def image(space: bytes, data: bytes) -> bytes:
+    return stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace%s"
+                  b"/BitsPerComponent 8" % space, data)  # fmt: skip
+
+
+def archived_and_rendered(tmp_path, pdf: bytes) -> tuple[np.ndarray, np.ndarray]:
+    path = tmp_path / "defaults.pdf"
+    path.write_bytes(pdf)
+    store = LocalStore(tmp_path / "store")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
+    (child,) = manifest.children
+    assert child.state == "archived", child
+    archived = Image.open(io.BytesIO(store.get_bytes(child.object_key, 1 << 24))).convert("RGB")
+    with pymupdf.open(path) as doc:
+        pix = doc[0].get_pixmap(clip=pymupdf.Rect(0, 200 - SIDE, SIDE, 200))
+    rendered = np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE, pix.n)[..., :3]
+    return np.asarray(archived, int), rendered.astype(int)
+
+
+def device(space: bytes, data: bytes) -> np.ndarray:
+    """The image's samples in sRGB as the device space shows them (what was archived)."""
+    mode = {b"/DeviceGray": "L", b"/DeviceRGB": "RGB"}[space]
+    return np.asarray(Image.frombytes(mode, (SIDE, SIDE), data).convert("RGB"), int)
+
+
+def page_with(resources: bytes, ops: bytes = PLACE, catalog: bytes = b"", extra: bytes = b"",
+              **objects) -> bytes:  # fmt: skip
+    """One page; `objects` (name: body) added first, in order, their numbers %-formatted into
+    the later ones, `resources` and `extra` (the page dictionary's) by name."""
+    built = Objects(catalog)
+    numbers: dict[bytes, int] = {}
+    for name, body in objects.items():  # an image's or profile's bytes are never formatted
+        numbers[name.encode()] = built.add(body if name in ("im", "icc") else body % numbers)
+    built.page(resources % numbers, ops, extra % numbers)
+    return built.pdf()
+
+
+def rgb_image() -> bytes:
+    return image(b"/DeviceRGB", RGB)
+
+
+CASES = {
+    # name: (the PDF, the device space and samples of its image)
+    "page /DefaultRGB CalRGB": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
+            im=rgb_image(),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "page /DefaultGray CalGray": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultGray " + CALGRAY + b">>/XObject<</I %(im)d 0 R>>>>",
+            im=image(b"/DeviceGray", GRAY),
+        ),
+        b"/DeviceGray",
+        GRAY,
+    ),
+    "page /DefaultRGB ICCBased": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+            icc=stream(b"/N 3", _icc.rgb_profile()),
+            im=rgb_image(),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "a form's own default, the page has none": (
+        lambda: page_with(
+            b"<</XObject<</F %(form)d 0 R>>>>",
+            b"/F Do",
+            im=rgb_image(),
+            form=form(
+                b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>", PLACE
+            ),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "a form's default over the page's": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</F %(form)d 0 R>>>>",
+            b"/F Do",
+            icc=stream(b"/N 3", _icc.rgb_profile()),
+            im=rgb_image(),
+            form=form(
+                b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>", PLACE
+            ),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "a form without resources, under the page's": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB "
+            + CALRGB
+            + b">>/XObject<</F %(form)d 0 R/I %(im)d 0 R>>>>",
+            b"/F Do",
+            im=rgb_image(),
+            form=stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]", PLACE),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "a pattern's cell, under the page's": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/Pattern<</P %(pattern)d 0 R>>>>",
+            b"/Pattern cs /P scn 0 0 8 8 re f",
+            im=rgb_image(),
+            pattern=tiling(b"<</XObject<</I %(im)d 0 R>>>>", PLACE, b"/XStep 200/YStep 200"),
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "an inline image": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>",
+            b"q 8 0 0 8 0 0 cm BI /W 8 /H 8 /CS /RGB /BPC 8 ID " + RGB + b" EI Q",
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "an /Indexed image's /DeviceRGB base": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
+            im=image(
+                b"[/Indexed/DeviceRGB 63<" + RGB[:192].hex().encode() + b">]", bytes(range(64))
+            ),
+        ),
+        b"/DeviceRGB",
+        RGB[:192],
+    ),
+    "an annotation's appearance, under the page's": (
+        lambda: page_with(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>",
+            b"",
+            im=rgb_image(),
+            ap=form(b"<</XObject<</I %(im)d 0 R>>>>", PLACE),
+            annot=b"<</Type/Annot/Subtype/Stamp/Rect[0 0 200 200]/AP<</N %(ap)d 0 R>>>>",
+            extra=b"/Annots[%(annot)d 0 R]",
+        ),
+        b"/DeviceRGB",
+        RGB,
+    ),
+    "the output intent's gray profile": (
+        lambda: page_with(
+            b"<</XObject<</I %(im)d 0 R>>>>",
+            catalog=b"/OutputIntents[<</Type/OutputIntent/S/GTS_PDFA1/DestOutputProfile 3 0 R>>]",
+            icc=stream(b"/N 1", _icc.gray_profile()),
+            im=image(b"/DeviceGray", GRAY),
+        ),
+        b"/DeviceGray",
+        GRAY,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_device_image_is_archived_through_the_defaults_it_is_drawn_under(tmp_path, name):
+    build, space, data = CASES[name]
+    archived, rendered = archived_and_rendered(tmp_path, build())
+    assert np.abs(device(space, data) - rendered).max() > 20  # the defaults change the page
+    assert np.abs(archived - rendered).max() <= 1
+
+
+def test_a_pattern_s_own_defaults_are_not_read(tmp_path):
+    """MuPDF draws a pattern's cell with the defaults where it paints, not its own resources'."""
+    pdf = page_with(
+        b"<</Pattern<</P %(pattern)d 0 R>>>>",
+        b"/Pattern cs /P scn 0 0 8 8 re f",
+        im=rgb_image(),
+        pattern=tiling(
+            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
+            PLACE,
+            b"/XStep 200/YStep 200",
+        ),
+    )
+    archived, rendered = archived_and_rendered(tmp_path, pdf)
+    assert np.abs(archived - rendered).max() <= 1
+    assert np.abs(archived - device(b"/DeviceRGB", RGB)).max() <= 1
+
+
+def test_an_srgb_default_changes_nothing(tmp_path):
+    """The usual PDF/A case: a /DefaultRGB that is sRGB leaves the samples as they are."""
+    srgb = stream(b"/N 3", ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    pdf = page_with(
+        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+        icc=srgb,
+        im=rgb_image(),
+    )
+    archived, rendered = archived_and_rendered(tmp_path, pdf)
+    assert np.abs(archived - rendered).max() <= 1
+    assert np.abs(archived - device(b"/DeviceRGB", RGB)).max() <= 1
+
+
+def test_one_image_under_two_defaults_is_two_archived_images(tmp_path):
+    """Drawn on the page and in a form with a default of its own: two records whose PNGs
+    differ, each as that draw shows it; the same image drawn twice under one default is one
+    decode (one object)."""
+    built = Objects()
+    im = built.add(rgb_image())
+    own = built.add(form(b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %d 0 R>>>>"
+                         % im, PLACE))  # fmt: skip
+    built.page(b"<</XObject<</F %d 0 R/I %d 0 R>>>>" % (own, im),
+               b"/F Do /F Do q 8 0 0 8 20 0 cm /I Do Q")  # fmt: skip
+    path = tmp_path / "twice.pdf"
+    path.write_bytes(built.pdf())
+    store = LocalStore(tmp_path / "store")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
+    first, again, plain = manifest.children
+    assert all(child.state == "archived" for child in manifest.children)
+    assert first.object_key == again.object_key != plain.object_key
+    with pymupdf.open(path) as doc:
+        pix = doc[0].get_pixmap(clip=pymupdf.Rect(20, 200 - SIDE, 20 + SIDE, 200))
+    rendered = np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE, pix.n)[..., :3]
+    archived = Image.open(io.BytesIO(store.get_bytes(plain.object_key, 1 << 24))).convert("RGB")
+    assert np.abs(np.asarray(archived, int) - rendered.astype(int)).max() <= 1
