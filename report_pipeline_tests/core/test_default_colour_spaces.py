@@ -4,16 +4,19 @@ draws it"; crafted round: the archive kept the device values). Each page draws o
 one pixel a sample; the page MuPDF renders is the reference for every archived pixel, and each
 case checks that the device values are not what the page shows (the test fails without the fix).
 
-MuPDF's behaviour, measured here (core/pdf/defaults.py says it in full): a page's /DefaultGray,
+MuPDF's behaviour, measured here (core/draws/defaults.py says it in full): a page's /DefaultGray,
 /DefaultRGB apply to its images, inline images and an /Indexed image's base; a form's own
 defaults replace the page's inside it only; a pattern's own resources' defaults are not read;
-the document's output intent applies where no default is named; an annotation's appearance is
-drawn under the page's; an sRGB /DefaultRGB changes nothing.
+the document's output intent applies where no default is named (a page's /DefaultGray
+/DeviceGray does not stop it, a form's does); an annotation's appearance is drawn under the
+page's; a Type3 glyph's procedure under none (no output intent either), a form inside it under
+its own; an sRGB /DefaultRGB changes nothing.
 """
 
 from __future__ import annotations
 
 import io
+import zlib
 
 import numpy as np
 import pymupdf
@@ -25,6 +28,7 @@ from fixtures._objects import Objects, form, stream, tiling
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.validate.icc import MAX_PROFILE_BYTES
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +42,8 @@ PLACE = b"q 8 0 0 8 0 0 cm /I Do Q"  # one pixel a sample at the page's bottom l
 CALRGB = (b"[/CalRGB<</WhitePoint[0.9505 1 1.089]/Gamma[1 1 1]/Matrix[0.4124 0.2126 0.0193 "
           b"0.3576 0.7152 0.1192 0.1805 0.0722 0.9505]>>]")  # fmt: skip
 CALGRAY = b"[/CalGray<</WhitePoint[0.9505 1 1.089]/Gamma 1>>]"
+OUTPUT_INTENT = b"/OutputIntents[<</Type/OutputIntent/S/GTS_PDFA1/DestOutputProfile 3 0 R>>]"
+GLYPH = b"8 0 d0 q 8 0 0 8 0 0 cm /I Do Q"  # a coloured Type3 glyph that draws the image
 
 
 def image(space: bytes, data: bytes) -> bytes:
@@ -81,121 +87,120 @@ def rgb_image() -> bytes:
     return image(b"/DeviceRGB", RGB)
 
 
+def type3(resources: bytes) -> bytes:
+    """A Type3 font whose glyph `a` is object %(proc)d, with `resources`."""
+    return (b"<</Type/Font/Subtype/Type3/FontBBox[0 0 8 8]/FontMatrix[1 0 0 1 0 0]/CharProcs"
+            b"<</a %(proc)d 0 R>>/Encoding<</Differences[97/a]>>/FirstChar 97/LastChar 97"
+            b"/Widths[8]/Resources" + resources + b">>")  # fmt: skip
+
+
+def jpeg() -> bytes:
+    encoded = io.BytesIO()
+    Image.frombytes("RGB", (SIDE, SIDE), RGB).save(encoded, "JPEG", quality=95, subsampling=0)
+    return stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceRGB"
+                  b"/BitsPerComponent 8/Filter/DCTDecode", encoded.getvalue())  # fmt: skip
+
+
+def own(default: bytes) -> bytes:
+    """A form whose resources name `default` (`/DefaultRGB ...`) and that draws the image."""
+    return form(b"<</ColorSpace<<" + default + b">>/XObject<</I %(im)d 0 R>>>>", PLACE)
+
+
+def srgb() -> bytes:
+    return stream(b"/N 3", ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+
+
+ON_PAGE = b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>"
+GRAY_OI = {"catalog": OUTPUT_INTENT, "icc": stream(b"/N 1", _icc.gray_profile())}
+RGB_ICC = stream(b"/N 3", _icc.rgb_profile())
+SHOWN = b"BT /T3 1 Tf (a) Tj ET"
+
+# fmt: off
 CASES = {
     # name: (the PDF, the device space and samples of its image)
-    "page /DefaultRGB CalRGB": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
-            im=rgb_image(),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "page /DefaultGray CalGray": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultGray " + CALGRAY + b">>/XObject<</I %(im)d 0 R>>>>",
-            im=image(b"/DeviceGray", GRAY),
-        ),
-        b"/DeviceGray",
-        GRAY,
-    ),
-    "page /DefaultRGB ICCBased": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
-            icc=stream(b"/N 3", _icc.rgb_profile()),
-            im=rgb_image(),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "a form's own default, the page has none": (
-        lambda: page_with(
-            b"<</XObject<</F %(form)d 0 R>>>>",
-            b"/F Do",
-            im=rgb_image(),
-            form=form(
-                b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>", PLACE
-            ),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "a form's default over the page's": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</F %(form)d 0 R>>>>",
-            b"/F Do",
-            icc=stream(b"/N 3", _icc.rgb_profile()),
-            im=rgb_image(),
-            form=form(
-                b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>", PLACE
-            ),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "a form without resources, under the page's": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB "
-            + CALRGB
-            + b">>/XObject<</F %(form)d 0 R/I %(im)d 0 R>>>>",
-            b"/F Do",
-            im=rgb_image(),
-            form=stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]", PLACE),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "a pattern's cell, under the page's": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/Pattern<</P %(pattern)d 0 R>>>>",
-            b"/Pattern cs /P scn 0 0 8 8 re f",
-            im=rgb_image(),
-            pattern=tiling(b"<</XObject<</I %(im)d 0 R>>>>", PLACE, b"/XStep 200/YStep 200"),
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "an inline image": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>",
-            b"q 8 0 0 8 0 0 cm BI /W 8 /H 8 /CS /RGB /BPC 8 ID " + RGB + b" EI Q",
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "an /Indexed image's /DeviceRGB base": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
-            im=image(
-                b"[/Indexed/DeviceRGB 63<" + RGB[:192].hex().encode() + b">]", bytes(range(64))
-            ),
-        ),
-        b"/DeviceRGB",
-        RGB[:192],
-    ),
-    "an annotation's appearance, under the page's": (
-        lambda: page_with(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>",
-            b"",
-            im=rgb_image(),
-            ap=form(b"<</XObject<</I %(im)d 0 R>>>>", PLACE),
-            annot=b"<</Type/Annot/Subtype/Stamp/Rect[0 0 200 200]/AP<</N %(ap)d 0 R>>>>",
-            extra=b"/Annots[%(annot)d 0 R]",
-        ),
-        b"/DeviceRGB",
-        RGB,
-    ),
-    "the output intent's gray profile": (
-        lambda: page_with(
-            b"<</XObject<</I %(im)d 0 R>>>>",
-            catalog=b"/OutputIntents[<</Type/OutputIntent/S/GTS_PDFA1/DestOutputProfile 3 0 R>>]",
-            icc=stream(b"/N 1", _icc.gray_profile()),
-            im=image(b"/DeviceGray", GRAY),
-        ),
-        b"/DeviceGray",
-        GRAY,
-    ),
+    "page /DefaultRGB CalRGB": (lambda: page_with(ON_PAGE, im=rgb_image()), b"/DeviceRGB", RGB),
+    "page /DefaultGray CalGray": (lambda: page_with(
+        b"<</ColorSpace<</DefaultGray " + CALGRAY + b">>/XObject<</I %(im)d 0 R>>>>",
+        im=image(b"/DeviceGray", GRAY)), b"/DeviceGray", GRAY),
+    "page /DefaultRGB ICCBased": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+        icc=RGB_ICC, im=rgb_image()), b"/DeviceRGB", RGB),
+    "a form's own default, the page has none": (lambda: page_with(
+        b"<</XObject<</F %(form)d 0 R>>>>", b"/F Do", im=rgb_image(),
+        form=own(b"/DefaultRGB " + CALRGB)), b"/DeviceRGB", RGB),
+    "a form's default over the page's": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</F %(form)d 0 R>>>>",
+        b"/F Do", icc=RGB_ICC, im=rgb_image(), form=own(b"/DefaultRGB " + CALRGB)),
+     b"/DeviceRGB", RGB),
+    "a form without resources, under the page's": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</F %(form)d 0 R/I %(im)d 0 R>>>>",
+        b"/F Do", im=rgb_image(),
+        form=stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 200]", PLACE)),
+     b"/DeviceRGB", RGB),
+    "a pattern's cell, under the page's": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/Pattern<</P %(pattern)d 0 R>>>>",
+        b"/Pattern cs /P scn 0 0 8 8 re f", im=rgb_image(),
+        pattern=tiling(b"<</XObject<</I %(im)d 0 R>>>>", PLACE, b"/XStep 200/YStep 200")),
+     b"/DeviceRGB", RGB),
+    "an inline image": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>",
+        b"q 8 0 0 8 0 0 cm BI /W 8 /H 8 /CS /RGB /BPC 8 ID " + RGB + b" EI Q"),
+     b"/DeviceRGB", RGB),
+    "an /Indexed image's /DeviceRGB base": (lambda: page_with(
+        ON_PAGE, im=image(b"[/Indexed/DeviceRGB 63<" + RGB[:192].hex().encode() + b">]",
+                          bytes(range(64)))), b"/DeviceRGB", RGB[:192]),
+    "an annotation's appearance, under the page's": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>>>", b"", im=rgb_image(),
+        ap=form(b"<</XObject<</I %(im)d 0 R>>>>", PLACE),
+        annot=b"<</Type/Annot/Subtype/Stamp/Rect[0 0 200 200]/AP<</N %(ap)d 0 R>>>>",
+        extra=b"/Annots[%(annot)d 0 R]"), b"/DeviceRGB", RGB),
+    "a JPEG (no longer Pillow's decode)": (lambda: page_with(ON_PAGE, im=jpeg()),
+                                           b"/DeviceRGB", RGB),
+    "an ICC default LittleCMS refuses: its /Alternate": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+        icc=stream(b"/N 3/Alternate" + CALRGB, _icc.unreadable_profile()), im=rgb_image()),
+     b"/DeviceRGB", RGB),
+    "the output intent's gray profile": (lambda: page_with(
+        b"<</XObject<</I %(im)d 0 R>>>>", **GRAY_OI, im=image(b"/DeviceGray", GRAY)),
+     b"/DeviceGray", GRAY),
+    "the output intent's RGB profile": (lambda: page_with(
+        b"<</XObject<</I %(im)d 0 R>>>>", catalog=OUTPUT_INTENT, icc=RGB_ICC, im=rgb_image()),
+     b"/DeviceRGB", RGB),
+    "a page's /DefaultGray /DeviceGray: the output intent still": (lambda: page_with(
+        b"<</ColorSpace<</DefaultGray/DeviceGray>>/XObject<</I %(im)d 0 R>>>>", **GRAY_OI,
+        im=image(b"/DeviceGray", GRAY)), b"/DeviceGray", GRAY),
+    "a form in a Type3 glyph, under its own": (lambda: page_with(
+        b"<</Font<</T3 %(font)d 0 R>>>>", SHOWN, im=rgb_image(),
+        form=own(b"/DefaultRGB " + CALRGB), proc=stream(b"", b"8 0 d0 /F Do"),
+        font=type3(b"<</XObject<</F %(form)d 0 R>>>>")), b"/DeviceRGB", RGB),
 }
+# MuPDF draws these as the device values: defaults that do not reach the draw
+AS_THEY_ARE = {
+    "a pattern's own defaults": (lambda: page_with(
+        b"<</Pattern<</P %(pattern)d 0 R>>>>", b"/Pattern cs /P scn 0 0 8 8 re f",
+        im=rgb_image(), pattern=tiling(b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject"
+                                       b"<</I %(im)d 0 R>>>>", PLACE, b"/XStep 200/YStep 200")),
+     b"/DeviceRGB", RGB),
+    "an sRGB /DefaultRGB (the usual PDF/A case)": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+        icc=srgb(), im=rgb_image()), b"/DeviceRGB", RGB),
+    "a form's /DefaultGray /DeviceGray over the output intent": (lambda: page_with(
+        b"<</XObject<</F %(form)d 0 R>>>>", b"/F Do", **GRAY_OI, im=image(b"/DeviceGray", GRAY),
+        form=own(b"/DefaultGray/DeviceGray")), b"/DeviceGray", GRAY),
+    "a Type3 glyph, under the page's default": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/Font<</T3 %(font)d 0 R>>>>", SHOWN,
+        im=rgb_image(), proc=stream(b"", GLYPH), font=type3(b"<</XObject<</I %(im)d 0 R>>>>")),
+     b"/DeviceRGB", RGB),
+    "a Type3 glyph, its font's own default": (lambda: page_with(
+        b"<</Font<</T3 %(font)d 0 R>>>>", SHOWN, im=rgb_image(), proc=stream(b"", GLYPH),
+        font=type3(b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>")),
+     b"/DeviceRGB", RGB),
+    "a Type3 glyph, under the output intent": (lambda: page_with(
+        b"<</Font<</T3 %(font)d 0 R>>>>", SHOWN, **GRAY_OI, im=image(b"/DeviceGray", GRAY),
+        proc=stream(b"", GLYPH), font=type3(b"<</XObject<</I %(im)d 0 R>>>>")),
+     b"/DeviceGray", GRAY),
+}
+# fmt: on
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -206,34 +211,30 @@ def test_a_device_image_is_archived_through_the_defaults_it_is_drawn_under(tmp_p
     assert np.abs(archived - rendered).max() <= 1
 
 
-def test_a_pattern_s_own_defaults_are_not_read(tmp_path):
-    """MuPDF draws a pattern's cell with the defaults where it paints, not its own resources'."""
-    pdf = page_with(
-        b"<</Pattern<</P %(pattern)d 0 R>>>>",
-        b"/Pattern cs /P scn 0 0 8 8 re f",
-        im=rgb_image(),
-        pattern=tiling(
-            b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>",
-            PLACE,
-            b"/XStep 200/YStep 200",
-        ),
-    )
-    archived, rendered = archived_and_rendered(tmp_path, pdf)
+@pytest.mark.parametrize("name", AS_THEY_ARE)
+def test_defaults_that_do_not_reach_the_draw_leave_it_as_it_is(tmp_path, name):
+    build, space, data = AS_THEY_ARE[name]
+    archived, rendered = archived_and_rendered(tmp_path, build())
     assert np.abs(archived - rendered).max() <= 1
-    assert np.abs(archived - device(b"/DeviceRGB", RGB)).max() <= 1
+    assert np.abs(archived - device(space, data)).max() <= 1
 
 
-def test_an_srgb_default_changes_nothing(tmp_path):
-    """The usual PDF/A case: a /DefaultRGB that is sRGB leaves the samples as they are."""
-    srgb = stream(b"/N 3", ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
-    pdf = page_with(
-        b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
-        icc=srgb,
-        im=rgb_image(),
-    )
-    archived, rendered = archived_and_rendered(tmp_path, pdf)
-    assert np.abs(archived - rendered).max() <= 1
-    assert np.abs(archived - device(b"/DeviceRGB", RGB)).max() <= 1
+def test_a_default_s_profile_over_the_cap_is_dropped_with_a_note(tmp_path):
+    """An ICC profile inflating past icc.MAX_PROFILE_BYTES is never parsed: the device space
+    stays (MuPDF would use it), and the record says so."""
+    big = zlib.compress(_icc.rgb_profile() + bytes(MAX_PROFILE_BYTES), 9)
+    icc = stream(b"/N 3/Filter/FlateDecode", big)
+    pdf = page_with(b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject"
+                    b"<</I %(im)d 0 R>>>>", icc=icc, im=rgb_image())  # fmt: skip
+    path = tmp_path / "big.pdf"
+    path.write_bytes(pdf)
+    store = LocalStore(tmp_path / "store")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
+    (child,) = manifest.children
+    assert child.state == "archived"
+    assert "/DefaultRGB ICC profile dropped: over the 1,048,576-byte cap" in child.notes
+    archived = Image.open(io.BytesIO(store.get_bytes(child.object_key, 1 << 24))).convert("RGB")
+    assert np.abs(np.asarray(archived, int) - device(b"/DeviceRGB", RGB)).max() == 0
 
 
 def test_one_image_under_two_defaults_is_two_archived_images(tmp_path):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import defaults as colour_defaults
 from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.breaks import UNREADABLE, Streams, label, parts
 from report_pipeline.core.draws.callbacks import entry, guarded
@@ -28,7 +29,6 @@ from report_pipeline.core.draws.type3 import Type3Glyphs
 from report_pipeline.core.draws.visibility import Visibility
 from report_pipeline.core.draws.xobjects import XObjects
 from report_pipeline.core.model.records import PageStreams
-from report_pipeline.core.pdf import defaults as colour_defaults
 
 # forms inside forms inside patterns ...: a stream deeper is not run, its page damaged
 # (`breaks.TOO_DEEP`); MuPDF's renderer draws deeper, so this is the walk's bound, not MuPDF's
@@ -59,7 +59,7 @@ class Draw:
     xref: int
     inline: object = None  # mupdf.FzImage for inline images
     hidden: str = ""  # why a viewer does not show it (visibility.py); "" when shown
-    defaults: str = ""  # the default colour spaces it is drawn under (pdf/defaults.py spec)
+    defaults: str = ""  # the default colour spaces it is drawn under (draws/defaults.py spec)
 
 
 class TooManyDraws(Exception):
@@ -225,6 +225,8 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
                  self.clips, self.saved_clips, self.clipping, self.colour)  # fmt: skip
         if kind in ("form", "softmask") and self.colour is not None:  # pdf_run_xobject's
             self.colour = colour_defaults.updated(self.colour, resources)  # update
+        elif kind == "type3" and self.colour is not None:  # a processor of its own, without
+            self.colour = colour_defaults.glyph_defaults(self.colour)  # the page's defaults
         self.saved_clips, self.clipping = [], False
         self.gbase = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []

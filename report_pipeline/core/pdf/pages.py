@@ -58,7 +58,7 @@ class ImageRef:
     inline: object = field(default=None, compare=False, repr=False)
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
     hidden: str = ""  # why a viewer does not show it (core/draws/visibility.py); "" when shown
-    defaults: str = ""  # the default colour spaces it is drawn under (core/pdf/defaults.py)
+    defaults: str = ""  # the default colour spaces it is drawn under (core/draws/defaults.py)
 
     @property
     def share(self) -> tuple[int, str]:

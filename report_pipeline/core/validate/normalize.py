@@ -1,7 +1,7 @@
 """Normalize a validated image to PNG in sRGB (L, LA, RGB or RGBA) and hash the result.
 
 PDF colour semantics (ICC profiles, CMYK, Indexed, Decode arrays, the default colour spaces a
-draw is made under: core/pdf/defaults.py) are MuPDF's job; the soft mask becomes the alpha
+draw is made under: core/draws/defaults.py) are MuPDF's job; the soft mask becomes the alpha
 channel. A stencil mask (/ImageMask) is archived as the coverage MuPDF gives
 (255 = painted, its /Decode applied): 1-bit when every pixel is 0 or 255, else L.
 """
@@ -43,7 +43,7 @@ def to_image(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces | None = 
     itself makes pixels transparent (a colour-key /Mask array, a JPX image's own alpha channel):
     the page does not show them. An image with an /SMask gets its alpha from the mask
     (apply_soft_mask), times this one, as MuPDF draws it. Under `defaults` (the default colour
-    spaces of the draw, core/pdf/defaults.py) the samples are converted to sRGB through them, as
+    spaces of the draw, core/draws/defaults.py) the samples are converted to sRGB through them, as
     MuPDF's draw device converts them (a gray image that stays neutral stays L)."""
     if pix.alpha and pix.n == 1:  # a stencil mask: alpha only, no colour space
         return stencil_image(Image.frombytes("L", (pix.width, pix.height), pix.samples))

@@ -18,7 +18,6 @@ from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.model.wording import said
-from report_pipeline.core.pdf import defaults as colour_defaults
 from report_pipeline.core.pdf.pages import (
     ImageRef,
     components_of,
@@ -28,6 +27,7 @@ from report_pipeline.core.pdf.pages import (
     raw_stream,
 )
 from report_pipeline.core.validate import codestream, icc, inline, normalize, shortfall, validation
+from report_pipeline.core.validate import defaults as colour_defaults
 from report_pipeline.core.validate.prefix import decode_prefix, parm
 from report_pipeline.core.validate.validation import Quarantined
 
@@ -288,7 +288,7 @@ def _strict_decode(
 def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None,
                   defaults=None) -> Image.Image:  # fmt: skip
     """MuPDF's decode of an image XObject (or of the inline image `ref`), short data refused;
-    in sRGB through the draw's default colour spaces (`defaults`: core/pdf/defaults.py)."""
+    in sRGB through the draw's default colour spaces (`defaults`: core/draws/defaults.py)."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         image = (normalize.to_image(inline.pixmap(ref), defaults) if ref
