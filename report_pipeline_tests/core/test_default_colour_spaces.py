@@ -5,8 +5,8 @@ one pixel a sample; the page MuPDF renders is the reference for every archived p
 case checks that the device values are not what the page shows (the test fails without the fix).
 
 MuPDF's behaviour, measured here (core/draws/defaults.py says it in full): a page's /DefaultGray,
-/DefaultRGB apply to its images, inline images and an /Indexed image's base; a form's own
-defaults replace the page's inside it only; a pattern's own resources' defaults are not read;
+/DefaultRGB, /DefaultCMYK apply to its images, inline images and an /Indexed image's base; a
+form's own defaults replace the page's inside it only; a pattern's own resources' are not read;
 the document's output intent applies where no default is named (a page's /DefaultGray
 /DeviceGray does not stop it, a form's does); an annotation's appearance is drawn under the
 page's; a Type3 glyph's procedure under none (no output intent either), a form inside it under
@@ -66,7 +66,11 @@ def archived_and_rendered(tmp_path, pdf: bytes) -> tuple[np.ndarray, np.ndarray]
 
 
 def device(space: bytes, data: bytes) -> np.ndarray:
-    """The image's samples in sRGB as the device space shows them (what was archived)."""
+    """The image's samples in sRGB as the device space shows them (what was archived): CMYK as
+    MuPDF converts it without defaults."""
+    if space == b"/DeviceCMYK":
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.Pixmap(pymupdf.csCMYK, SIDE, SIDE, data, 0))
+        return np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE, 3).astype(int)
     mode = {b"/DeviceGray": "L", b"/DeviceRGB": "RGB"}[space]
     return np.asarray(Image.frombytes(mode, (SIDE, SIDE), data).convert("RGB"), int)
 
@@ -113,6 +117,7 @@ def srgb() -> bytes:
 ON_PAGE = b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</I %(im)d 0 R>>>>"
 GRAY_OI = {"catalog": OUTPUT_INTENT, "icc": stream(b"/N 1", _icc.gray_profile())}
 RGB_ICC = stream(b"/N 3", _icc.rgb_profile())
+CMYK_ICC = stream(b"/N 4", _icc.cmyk_profile())
 SHOWN = b"BT /T3 1 Tf (a) Tj ET"
 
 # fmt: off
@@ -125,6 +130,9 @@ CASES = {
     "page /DefaultRGB ICCBased": (lambda: page_with(
         b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
         icc=RGB_ICC, im=rgb_image()), b"/DeviceRGB", RGB),
+    "page /DefaultCMYK ICCBased": (lambda: page_with(
+        b"<</ColorSpace<</DefaultCMYK[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>",
+        icc=CMYK_ICC, im=image(b"/DeviceCMYK", CMYK)), b"/DeviceCMYK", CMYK),
     "a form's own default, the page has none": (lambda: page_with(
         b"<</XObject<</F %(form)d 0 R>>>>", b"/F Do", im=rgb_image(),
         form=own(b"/DefaultRGB " + CALRGB)), b"/DeviceRGB", RGB),
@@ -166,6 +174,9 @@ CASES = {
     "the output intent's RGB profile": (lambda: page_with(
         b"<</XObject<</I %(im)d 0 R>>>>", catalog=OUTPUT_INTENT, icc=RGB_ICC, im=rgb_image()),
      b"/DeviceRGB", RGB),
+    "the output intent's CMYK profile": (lambda: page_with(
+        b"<</XObject<</I %(im)d 0 R>>>>", catalog=OUTPUT_INTENT, icc=CMYK_ICC,
+        im=image(b"/DeviceCMYK", CMYK)), b"/DeviceCMYK", CMYK),
     "a page's /DefaultGray /DeviceGray: the output intent still": (lambda: page_with(
         b"<</ColorSpace<</DefaultGray/DeviceGray>>/XObject<</I %(im)d 0 R>>>>", **GRAY_OI,
         im=image(b"/DeviceGray", GRAY)), b"/DeviceGray", GRAY),
