@@ -230,6 +230,45 @@ def test_defaults_that_do_not_reach_the_draw_leave_it_as_it_is(tmp_path, name):
     assert np.abs(archived - device(space, data)).max() <= 1
 
 
+MASK_GROUP = b"/Group<</S/Transparency/CS/DeviceGray>>"
+DG = b"/DefaultGray " + CALGRAY
+# fmt: off
+IN_SOFT_MASKS = {  # what the group's defaults, or any, would be: none applies
+    "the group's own": {"group": form(b"<</ColorSpace<<" + DG + b">>/XObject<</I %(im)d 0 R>>>>",
+                                      PLACE, MASK_GROUP)},
+    "the page's": {"page": b"/ColorSpace<<" + DG + b">>",
+                   "group": form(b"<</XObject<</I %(im)d 0 R>>>>", PLACE, MASK_GROUP)},
+    "the output intent": {**GRAY_OI, "group": form(b"<</XObject<</I %(im)d 0 R>>>>", PLACE,
+                                                   MASK_GROUP)},
+    "a form's in the group": {
+        "inner": own(DG), "group": form(b"<</XObject<</F %(inner)d 0 R>>>>", b"/F Do", MASK_GROUP)},
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("name", IN_SOFT_MASKS)
+def test_a_soft_mask_s_image_is_drawn_as_its_device_values(tmp_path, name):
+    """A luminosity soft mask's group draws its image into the mask as its device values: the
+    page's gray through the mask, painted black on white, is 255 minus the image."""
+    given = dict(IN_SOFT_MASKS[name])
+    catalog, page = given.pop("catalog", b""), given.pop("page", b"")
+    objects = {"icc": given.pop("icc")} if "icc" in given else {}
+    pdf = page_with(b"<<" + page + b"/ExtGState<</M %(gs)d 0 R>>>>", b"/M gs 0 g 0 0 8 8 re f",
+                    catalog, **objects, im=image(b"/DeviceGray", GRAY), **given,
+                    gs=b"<</SMask<</Type/Mask/S/Luminosity/G %(group)d 0 R>>>>")  # fmt: skip
+    path = tmp_path / "mask.pdf"
+    path.write_bytes(pdf)
+    store = LocalStore(tmp_path / "store")
+    manifest = run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
+    (child,) = manifest.children
+    assert child.state == "archived" and child.origin.startswith("softmask/")
+    archived = np.asarray(Image.open(io.BytesIO(store.get_bytes(child.object_key, 1 << 24))), int)
+    with pymupdf.open(path) as doc:
+        pix = doc[0].get_pixmap(clip=pymupdf.Rect(0, 192, 8, 200), colorspace=pymupdf.csGRAY)
+    shown = 255 - np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE).astype(int)
+    assert np.abs(archived - shown).max() <= 1
+
+
 def test_a_default_s_profile_over_the_cap_is_dropped_with_a_note(tmp_path):
     """An ICC profile inflating past icc.MAX_PROFILE_BYTES is never parsed: the device space
     stays (MuPDF would use it), and the record says so."""

@@ -7,9 +7,11 @@ test_default_colour_spaces.py):
 - a page starts with the defaults its resources' /ColorSpace names (`pdf_load_default_colorspaces`),
   then the document's /OutputIntents profile (/DestOutputProfile) for each device space of its
   kind that no default replaced; an annotation's appearance starts there too;
-- a form or a soft mask's group (`pdf_run_xobject`) updates them from its own resources (or,
-  without any, those current where it is drawn): a default it names replaces the one in effect
-  inside it (even one set to the device space itself), the others stay;
+- a form (`pdf_run_xobject`) updates them from its own resources (or, without any, those
+  current where it is drawn): a default it names replaces the one in effect inside it (even one
+  set to the device space itself), the others stay;
+- a soft mask's group draws its images as their device values: no default applies inside it
+  (the page's, its own, a form's within it), nor the output intent;
 - a pattern's cell runs with the defaults where it paints: its own resources' are not read;
 - a Type3 glyph's procedure runs with none at all, not even the output intent (nor its font's
   resources' defaults); a form it draws updates them as anywhere;
@@ -55,6 +57,12 @@ class InEffect:
     where: tuple[int, int, int] = (0, 0, 0)
     intent: bool = True  # the output intent applies (not inside a Type3 glyph)
     has_intent: bool = False  # the document has one (MuPDF loaded it for the page)
+    frozen: bool = False  # inside a soft mask's group: nothing changes them
+
+    @property
+    def key(self) -> tuple[str, bool]:
+        """What decides the defaults of what a stream run now draws (`replays`)."""
+        return self.spec, self.frozen
 
     @property
     def spec(self) -> str:
@@ -62,11 +70,14 @@ class InEffect:
         return where if self.intent else f"!{where}"
 
 
-def glyph_defaults(page: InEffect) -> InEffect:
-    """The defaults a Type3 glyph's procedure starts with: none, no output intent either
-    (said only where the document has one: else its draws share with the page's)."""
-    return InEffect(mupdf.fz_new_default_colorspaces(), intent=not page.has_intent,
-                    has_intent=page.has_intent)  # fmt: skip
+def glyph_defaults(current: InEffect, mask: bool = False) -> InEffect:
+    """The defaults a Type3 glyph's procedure (or, `mask`, a soft mask's group, where they stay
+    so) starts with: none, no output intent either (said only where the document has one: else
+    its draws share with the page's)."""
+    if current.frozen:
+        return current
+    return InEffect(mupdf.fz_new_default_colorspaces(), intent=not current.has_intent,
+                    has_intent=current.has_intent, frozen=mask)  # fmt: skip
 
 
 def page_defaults(pdf_page: mupdf.PdfPage) -> InEffect:
@@ -86,7 +97,7 @@ def page_defaults(pdf_page: mupdf.PdfPage) -> InEffect:
 
 def updated(current: InEffect, resources: mupdf.PdfObj | None) -> InEffect:
     """The defaults inside a form or soft mask group run with `resources`."""
-    if resources is None or not resources.m_internal:
+    if resources is None or not resources.m_internal or current.frozen:
         return current
     if not mupdf.pdf_dict_get(resources, mupdf.PDF_ENUM_NAME_ColorSpace).m_internal:
         return current  # the usual case: nothing to load

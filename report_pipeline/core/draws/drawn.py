@@ -223,10 +223,10 @@ class DrawFinder(XObjects, Visibility, Clips, Paints, Type3Glyphs, Replays, mupd
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
                  self.fonted, self.saved_fonts, self.base, self.text_base, self.gbase,
                  self.clips, self.saved_clips, self.clipping, self.colour)  # fmt: skip
-        if kind in ("form", "softmask") and self.colour is not None:  # pdf_run_xobject's
-            self.colour = colour_defaults.updated(self.colour, resources)  # update
-        elif kind == "type3" and self.colour is not None:  # a processor of its own, without
-            self.colour = colour_defaults.glyph_defaults(self.colour)  # the page's defaults
+        if kind == "form" and self.colour is not None:  # pdf_run_xobject's update
+            self.colour = colour_defaults.updated(self.colour, resources)
+        elif kind in ("type3", "softmask") and self.colour is not None:  # drawn without them
+            self.colour = colour_defaults.glyph_defaults(self.colour, kind == "softmask")
         self.saved_clips, self.clipping = [], False
         self.gbase = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
