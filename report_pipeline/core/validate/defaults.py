@@ -20,14 +20,34 @@ _SET = (mupdf.fz_set_default_gray, mupdf.fz_set_default_rgb, mupdf.fz_set_defaul
 _DEVICE = (mupdf.fz_device_gray, mupdf.fz_device_rgb, mupdf.fz_device_cmyk)
 
 
+# the last document's defaults, by spec: each profile is weighed and loaded once, not once an
+# image (MuPDF's colour spaces are the context's, not the document's: kept past a reopening)
+_LOADED: dict[tuple[int, str], dict[str, tuple[object, tuple[str, ...]]]] = {}
+_KEPT = 256  # specs kept for a document (a page's draws name a few)
+
+
 def loaded(doc: pymupdf.Document, spec: str, notes: list[str]) -> mupdf.FzDefaultColorspaces | None:
     """The defaults `spec` names, with the document's output intent, as MuPDF's renderer draws
     under them; None when they leave every device space as it is (the usual case). What cannot
     be used (a profile over the cap) is left out, said in `notes`."""
+    key = (id(doc), doc.name)
+    if key not in _LOADED:
+        _LOADED.clear()
+    found = _LOADED.setdefault(key, {})
+    if spec not in found:
+        if len(found) >= _KEPT:
+            found.clear()
+        said: list[str] = []
+        found[spec] = (_load(doc, spec, said), tuple(said))
+    defaults, said = found[spec]
+    notes.extend(said)
+    return defaults
+
+
+def _load(doc: pymupdf.Document, spec: str, notes: list[str]) -> mupdf.FzDefaultColorspaces | None:
     pdf = mupdf.pdf_document_from_fz_document(doc.this)
-    glyph = spec.startswith("!")
-    where = _parse(spec.removeprefix("!"))
-    intent = None if glyph else _output_intent(doc, pdf, notes)
+    where = _parse(spec.removeprefix("!"))  # "!": drawn without the output intent
+    intent = None if spec.startswith("!") else _output_intent(doc, pdf, notes)
     if not any(where) and intent is None:
         return None
     defaults = mupdf.fz_new_default_colorspaces()
