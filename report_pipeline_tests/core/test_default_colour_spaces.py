@@ -180,6 +180,9 @@ CASES = {
     "a page's /DefaultGray /DeviceGray: the output intent still": (lambda: page_with(
         b"<</ColorSpace<</DefaultGray/DeviceGray>>/XObject<</I %(im)d 0 R>>>>", **GRAY_OI,
         im=image(b"/DeviceGray", GRAY)), b"/DeviceGray", GRAY),
+    "a form's default of another kind: the page's stays": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</F %(form)d 0 R>>>>", b"/F Do",
+        im=rgb_image(), form=own(b"/DefaultRGB/DeviceGray")), b"/DeviceRGB", RGB),
     "a form in a Type3 glyph, under its own": (lambda: page_with(
         b"<</Font<</T3 %(font)d 0 R>>>>", SHOWN, im=rgb_image(),
         form=own(b"/DefaultRGB " + CALRGB), proc=stream(b"", b"8 0 d0 /F Do"),
@@ -198,6 +201,12 @@ AS_THEY_ARE = {
     "a form's /DefaultGray /DeviceGray over the output intent": (lambda: page_with(
         b"<</XObject<</F %(form)d 0 R>>>>", b"/F Do", **GRAY_OI, im=image(b"/DeviceGray", GRAY),
         form=own(b"/DefaultGray/DeviceGray")), b"/DeviceGray", GRAY),
+    "a form's /DefaultRGB /DeviceRGB over the page's": (lambda: page_with(
+        b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/XObject<</F %(form)d 0 R>>>>", b"/F Do",
+        im=rgb_image(), form=own(b"/DefaultRGB/DeviceRGB")), b"/DeviceRGB", RGB),
+    "a default that names a colour space resource": (lambda: page_with(
+        b"<</ColorSpace<</CS0 " + CALRGB + b"/DefaultRGB/CS0>>/XObject<</I %(im)d 0 R>>>>",
+        im=rgb_image()), b"/DeviceRGB", RGB),
     "a Type3 glyph, under the page's default": (lambda: page_with(
         b"<</ColorSpace<</DefaultRGB " + CALRGB + b">>/Font<</T3 %(font)d 0 R>>>>", SHOWN,
         im=rgb_image(), proc=stream(b"", GLYPH), font=type3(b"<</XObject<</I %(im)d 0 R>>>>")),

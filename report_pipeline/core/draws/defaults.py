@@ -15,14 +15,17 @@ test_default_colour_spaces.py):
 - a pattern's cell runs with the defaults where it paints: its own resources' are not read;
 - a Type3 glyph's procedure runs with none at all, not even the output intent (nor its font's
   resources' defaults); a form it draws updates them as anywhere;
-- a default MuPDF cannot load, or of another kind (/DefaultRGB /DeviceGray), is ignored.
+- a default MuPDF cannot load, or of another kind (/DefaultRGB /DeviceGray), is ignored; a name
+  (/DefaultRGB /CS0) is not looked up; an /ICCBased one whose profile LittleCMS refuses is its
+  /Alternate, as MuPDF loads it.
 
 The walk (core/draws/drawn.py) follows MuPDF's own objects: at each update it asks MuPDF
 (`pdf_update_default_colorspaces`) and sees which of the three it replaced. A draw keeps, per
 device space, where the default in effect comes from: the resources dictionary whose /ColorSpace
 names it, as `spec` ("" when none is named anywhere; else "g,r,c": an object number N that is the
-dictionary, -N for the /Resources entry of object N, 0 for none; led by "!" inside a Type3 glyph,
-where the output intent does not apply). The decoder loads them again (core/validate/
+dictionary, -N for the /Resources entry of object N, 0 for none; led by "!" inside a Type3 glyph
+or a soft mask's group of a document that has an output intent: it does not apply there). The
+decoder loads them again (core/validate/
 defaults.py `loaded`) and converts the image's samples with them (`normalize.to_image`), as the
 draw device does; identical images under identical defaults share one decode.
 """
