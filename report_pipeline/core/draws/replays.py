@@ -79,7 +79,8 @@ class Replays:
         around = tuple(identity(r) for r in self.resources[self.floor :])  # names fall back
         return (kind, identity(stream), identity(resources), around, materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
-                identity(font[0]), font[1], text(base), tuple(self.fonts_running))  # fmt: skip
+                identity(font[0]), font[1], text(base), tuple(self.fonts_running),
+                self.colour.key if self.colour is not None else None)  # fmt: skip
 
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""
