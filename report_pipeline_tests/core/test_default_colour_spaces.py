@@ -318,3 +318,34 @@ def test_one_image_under_two_defaults_is_two_archived_images(tmp_path):
     rendered = np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE, pix.n)[..., :3]
     archived = Image.open(io.BytesIO(store.get_bytes(plain.object_key, 1 << 24))).convert("RGB")
     assert np.abs(np.asarray(archived, int) - rendered.astype(int)).max() <= 1
+
+
+SRGB_DEFAULT = b"<</ColorSpace<</DefaultRGB[/ICCBased %(icc)d 0 R]>>/XObject<</I %(im)d 0 R>>>>"
+
+
+@pytest.mark.parametrize(
+    ("pdf", "converts"),
+    [
+        (lambda: page_with(SRGB_DEFAULT, icc=srgb(), im=jpeg()), False),
+        (
+            lambda: page_with(
+                b"<</XObject<</I %(im)d 0 R>>>>", catalog=OUTPUT_INTENT, icc=srgb(), im=jpeg()
+            ),
+            False,
+        ),  # fmt: skip
+        (lambda: page_with(ON_PAGE, im=jpeg()), True),
+    ],
+    ids=["sRGB /DefaultRGB", "sRGB output intent", "CalRGB /DefaultRGB"],
+)
+def test_defaults_that_convert_no_sample_otherwise_leave_the_usual_decode(pdf, converts):
+    """An sRGB /DefaultRGB or output intent (the usual PDF/A case) shows every device sample as
+    the device space does: the decoder takes no defaults, so a plain JPEG keeps Pillow's decode
+    (1.04-1.11x the CPU through MuPDF's conversion), byte for byte what MuPDF would give."""
+    from report_pipeline.core.pdf.pages import page_images
+    from report_pipeline.core.validate import defaults
+
+    with pymupdf.open(stream=pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        notes: list[str] = []
+        assert (defaults.loaded(doc, ref.defaults, notes) is not None) is converts
+        assert not notes

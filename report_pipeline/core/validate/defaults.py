@@ -59,7 +59,38 @@ def _load(doc: pymupdf.Document, spec: str, notes: list[str]) -> mupdf.FzDefault
             if space is not None:
                 _SET[k](defaults, space)
     device = tuple(int(make().m_internal.this) for make in _DEVICE)
-    return None if pointers(defaults) == device else defaults
+    now = pointers(defaults)
+    changed = (k for k in range(3) if now[k] != device[k])
+    return defaults if any(_converts_otherwise(k, defaults) for k in changed) else None
+
+
+# Samples of each device space, every component at 17 levels (gray 256): what a default must
+# leave as the device space shows them to count as changing nothing
+_PROBES = (bytes(range(256)),
+           bytes(v for r in range(17) for g in range(17) for b in range(17)
+                 for v in (min(r * 16, 255), min(g * 16, 255), min(b * 16, 255))),
+           bytes(v for c in range(0, 256, 51) for m in range(0, 256, 51) for y in range(0, 256, 51)
+                 for k in range(0, 256, 51) for v in (c, m, y, k)))  # fmt: skip
+
+
+def _converts_otherwise(k: int, defaults: mupdf.FzDefaultColorspaces) -> bool:
+    """Whether device space `KINDS[k]` comes out in sRGB otherwise under `defaults` than without
+    any: an sRGB /DefaultRGB or output intent (the usual PDF/A case) does not, and leaves the
+    image to the archive's usual decode (Pillow's for a plain JPEG), byte for byte the same."""
+    n = (1, 3, 4)[k]
+    data = _PROBES[k]
+    pix = mupdf.fz_new_pixmap(_DEVICE[k](), len(data) // n, 1, mupdf.FzSeparations(), 0)
+    mupdf.fz_pixmap_samples_memoryview(pix)[:] = data
+    params, rgb = mupdf.FzColorParams(), mupdf.fz_device_rgb()
+    try:
+        under = mupdf.fz_convert_pixmap(pix, rgb, mupdf.FzColorspace(), defaults, params, 0)
+        plain = mupdf.fz_convert_pixmap(pix, rgb, mupdf.FzColorspace(),
+                                        mupdf.FzDefaultColorspaces(), params, 0)  # fmt: skip
+    except mupdf.FzErrorBase:
+        return True
+    return bytes(mupdf.fz_pixmap_samples_memoryview(under)) != bytes(
+        mupdf.fz_pixmap_samples_memoryview(plain)
+    )
 
 
 def _parse(spec: str) -> tuple[int, int, int]:
