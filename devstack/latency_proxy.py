@@ -108,10 +108,12 @@ class LatencyProxy:
             while data := server.recv(1 << 16):
                 with state.lock:  # before the client can see the answer and send again
                     state.client_turn = True
-                client.sendall(data)
-                with state.lock:
+                    # the trip's end, also before: the client's next request may start its
+                    # trip (on another connection too) while this thread waits for a core
+                    # after sendall, and would count as overlapping it (one wave, not two)
                     if state.trip is not None:
                         state.trip.ended = time.monotonic()
+                client.sendall(data)
         for sock in (client, server):
             with contextlib.suppress(OSError):
                 sock.close()

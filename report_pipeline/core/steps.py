@@ -223,14 +223,14 @@ def _decode(
     """Each draw's outcome, located on its page, the key of its bytes and their MD5 (what S3
     checks on upload and lists as the ETag; the archive check compares the two). `planned`: the
     pages' draws as planned, so the decoders need not walk them again."""
-    known: dict[int, tuple[ImageOutcome, str | None]] = {}
+    known: dict[tuple[int, str], tuple[ImageOutcome, str | None]] = {}  # by (xref, defaults)
     written: dict[str, str] = {}  # key -> MD5 of the bytes uploaded there
     pages = list(range(task.first_page, task.last_page + 1))
     budget = task.cpu_budget_s or settings.decode.report_cpu_seconds
     try:
         for item in decoders(path, pages, settings.limits, settings.decode, budget, planned):
             if item.outcome is None:  # the same image as an earlier draw, at this draw's place
-                decoded, key = known[item.xref]
+                decoded, key = known[item.share]
                 place = {"page": item.page, "index": item.index, "origin": item.origin}
                 outcome = replace(decoded, **place, hidden=item.hidden)
             else:
@@ -240,7 +240,7 @@ def _decode(
                     written[key] = hashlib.md5(item.payload, usedforsecurity=False).hexdigest()
                     uploads.put_if_absent(key, item.payload, written[key])
                 if item.xref and outcome.state != "hidden":  # a repeat is of a decoded draw
-                    known[item.xref] = (outcome, key)
+                    known[item.share] = (outcome, key)
             yield outcome, key, written.get(key or "")
         yield from _unread_inline(task)
     except CpuBudgetExceeded as exc:

@@ -25,8 +25,9 @@ from report_pipeline.core.validate.per_image import Processed, hidden_outcome, p
 @dataclass(frozen=True)
 class Decoded:
     """One image draw's result. `outcome` is None when it repeats an image decoded earlier in
-    the task (same xref): that image's outcome and object hold for it too, at this draw's place.
-    `hidden`: why a viewer does not show this draw ("" when it does)."""
+    the task (same xref under the same default colour spaces, `defaults`): that image's outcome
+    and object hold for it too, at this draw's place. `hidden`: why a viewer does not show this
+    draw ("" when it does)."""
 
     page: int
     index: int
@@ -35,6 +36,11 @@ class Decoded:
     outcome: ImageOutcome | None
     payload: bytes | None
     hidden: str = ""
+    defaults: str = ""
+
+    @property
+    def share(self) -> tuple[int, str]:
+        return self.xref, self.defaults
 
 
 def decoded(msg: m.Image | m.Repeat | m.Poisoned, payload: bytes,
@@ -45,8 +51,8 @@ def decoded(msg: m.Image | m.Repeat | m.Poisoned, payload: bytes,
         return crash_outcome(where, *poisoned[where.xref])
     place = (where.page, where.index, where.origin, where.xref)
     if isinstance(msg, m.Repeat):
-        return Decoded(*place, None, None, where.hidden)
-    return Decoded(*place, msg.outcome, payload or None, where.hidden)
+        return Decoded(*place, None, None, where.hidden, where.defaults)
+    return Decoded(*place, msg.outcome, payload or None, where.hidden, where.defaults)
 
 
 def crash_outcome(where: m.Where, reason: str, detail: str) -> Decoded:
@@ -59,13 +65,23 @@ def crash_outcome(where: m.Where, reason: str, detail: str) -> Decoded:
         png_bytes=0, stream_bytes=0, started_at=now, finished_at=now, origin=where.origin,
         xref=where.xref, hidden=where.hidden,
     )  # fmt: skip
-    return Decoded(where.page, where.index, where.origin, where.xref, outcome, None, where.hidden)
+    return Decoded(
+        where.page,
+        where.index,
+        where.origin,
+        where.xref,
+        outcome,
+        None,
+        where.hidden,
+        where.defaults,
+    )
 
 
 def where_of(ref: ImageRef) -> m.Where:
     return m.Where(page=ref.page, index=ref.index, origin=ref.origin, xref=ref.xref,
                    width=ref.width, height=ref.height,
-                   declared_type=validation.declared_type(ref), hidden=ref.hidden)  # fmt: skip
+                   declared_type=validation.declared_type(ref), hidden=ref.hidden,
+                   defaults=ref.defaults)  # fmt: skip
 
 
 def _process(doc, ref: ImageRef, limits: Limits) -> Processed:
@@ -87,17 +103,18 @@ def decode_in_process(
     the test that compares the pool against it pass it to `run_report`."""
     known = known or {}
     with open_pdf(path) as doc:
-        seen: set[int] = set()
+        seen: set[tuple[int, str]] = set()
         for page in pages:
             for ref in page_images(doc, page, known.get(page)):
                 where = (ref.page, ref.index, ref.origin, ref.xref)
-                if ref.xref in seen and not _left_hidden(ref, limits):
-                    yield Decoded(*where, None, None, ref.hidden)
+                if ref.share in seen and not _left_hidden(ref, limits):
+                    yield Decoded(*where, None, None, ref.hidden, ref.defaults)
                     continue
                 processed = _process(doc, ref, limits)
                 if ref.xref and not _left_hidden(ref, limits):
-                    seen.add(ref.xref)
-                yield Decoded(*where, processed.outcome, processed.payload, ref.hidden)
+                    seen.add(ref.share)
+                yield Decoded(*where, processed.outcome, processed.payload, ref.hidden,
+                              ref.defaults)  # fmt: skip
 
 
 def work(path: Path, limits: Limits, memory_bytes: int):
@@ -106,7 +123,7 @@ def work(path: Path, limits: Limits, memory_bytes: int):
 
     def run(sock: socket.socket) -> None:
         with Reopening.within(path, memory_bytes) as pages:  # memory bounded per page
-            seen: set[int] = set()
+            seen: set[tuple[int, str]] = set()
             while True:
                 try:
                     job, _ = wire.receive(sock)
@@ -117,19 +134,20 @@ def work(path: Path, limits: Limits, memory_bytes: int):
     return run
 
 
-def _page(sock: socket.socket, doc, job: m.Job, limits: Limits, seen: set[int]) -> None:
+def _page(sock: socket.socket, doc, job: m.Job, limits: Limits, seen: set[tuple[int, str]],
+          ) -> None:  # fmt: skip
     skip = {xref for xref, _, _ in job.skip}
     known = expand(job.known) if job.known is not None else None
     for ref in page_images(doc, job.page, known)[job.start :]:
         where = where_of(ref)
-        if (ref.xref in skip or ref.xref in seen) and not _left_hidden(ref, limits):
+        if (ref.xref in skip or ref.share in seen) and not _left_hidden(ref, limits):
             kind = m.Poisoned if ref.xref in skip else m.Repeat
             wire.send(sock, kind(where=where, cpu=cpu_used()))
             continue
         wire.send(sock, m.Begin(where=where))
         processed = _process(doc, ref, limits)
         if ref.xref and not _left_hidden(ref, limits):
-            seen.add(ref.xref)
+            seen.add(ref.share)
         reply = m.Image(where=where, outcome=processed.outcome, cpu=cpu_used())
         wire.send(sock, reply, processed.payload or b"")
     wire.send(sock, m.Done(page=job.page, cpu=cpu_used()))

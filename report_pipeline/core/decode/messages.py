@@ -26,6 +26,7 @@ class Where:
     height: int
     declared_type: str
     hidden: str
+    defaults: str = ""  # the default colour spaces it is drawn under (draws/defaults.py spec)
 
 
 @message("job")

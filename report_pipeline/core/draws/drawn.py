@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import pymupdf
 from pymupdf import mupdf
 
+from report_pipeline.core.draws import defaults as colour_defaults
 from report_pipeline.core.draws import tiles
 from report_pipeline.core.draws.breaks import UNREADABLE, Streams, label, parts
 from report_pipeline.core.draws.callbacks import entry, guarded
@@ -59,6 +60,7 @@ class Draw:
     xref: int
     inline: object = None  # mupdf.FzImage for inline images
     hidden: str = ""  # why a viewer does not show it (visibility.py); "" when shown
+    defaults: str = ""  # the default colour spaces it is drawn under (draws/defaults.py spec)
 
 
 class TooManyDraws(Exception):
@@ -99,6 +101,9 @@ class DrawFinder(
         self.gstate_top = GSTATE_TOP
         self.aborted = False  # MuPDF's renderer stops drawing the page here (GSTATE_TOP)
         self.current: list[list[mupdf.PdfObj]] = []  # the streams running, innermost last
+        # the default colour spaces in effect (MuPDF's renderer's), set for the page
+        self.colour: colour_defaults.InEffect | None = None
+        self.page_colour: colour_defaults.InEffect | None = None
 
     def stop(self, reason: str, detail: str) -> None:
         """End the page's walk at a limit: MuPDF's interpreter stops at its next operator."""
@@ -161,7 +166,8 @@ class DrawFinder(
         if len(self.draws) >= self.limit:
             self.overflowed()
             return
-        self.draws.append(Draw("/".join([*self.path, kind]), xref, inline, self.hidden))
+        spec = self.colour.spec if self.colour is not None else ""
+        self.draws.append(Draw("/".join([*self.path, kind]), xref, inline, self.hidden, spec))
 
     def overflowed(self) -> None:
         """One draw past the page's cap: the page is refused (`too_many_images`) whatever else
@@ -219,7 +225,11 @@ class DrawFinder(
         sets (paint, text, font) and an unbalanced Q inside it stay inside it."""
         outer = (self.paint, self.saved_paints, self.text, self.text_draws, self.font,
                  self.fonted, self.saved_fonts, self.base, self.text_base, self.gbase,
-                 self.clips, self.saved_clips, self.clipping)  # fmt: skip
+                 self.clips, self.saved_clips, self.clipping, self.colour)  # fmt: skip
+        if kind == "form" and self.colour is not None:  # pdf_run_xobject's update
+            self.colour = colour_defaults.updated(self.colour, resources)
+        elif kind in ("type3", "softmask") and self.colour is not None:  # drawn without them
+            self.colour = colour_defaults.glyph_defaults(self.colour, kind == "softmask")
         self.saved_clips, self.clipping = [], False
         self.gbase = 1 if kind == "type3" else self.gtop + _GSTATE_COST.get(kind, 0)
         self.paint, self.saved_paints, self.text, self.text_draws = paint, [], None, []
@@ -247,7 +257,7 @@ class DrawFinder(
             self.path.pop()
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
              self.saved_fonts, self.base, self.text_base, self.gbase, self.clips,
-             self.saved_clips, self.clipping) = outer  # fmt: skip
+             self.saved_clips, self.clipping, self.colour) = outer  # fmt: skip
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
@@ -323,6 +333,7 @@ def _page_draws(
     # under everything the page runs, its resources: MuPDF's renderer looks a name up in them
     # when a form's, a pattern's or an annotation's appearance's own resources lack it
     mupdf.pdf_processor_push_resources(finder, resources)
+    finder.colour = finder.page_colour = colour_defaults.page_defaults(pdf_page)
     if contents.m_internal:
         _run_page(finder, resources, contents)
     for annot in _annotations(pdf_page):
@@ -331,6 +342,7 @@ def _page_draws(
         finder.gbase = _GSTATE_START  # saved_paints starts empty (below)
         finder.reset_clips([])
         finder.path.append("annotation")
+        finder.colour = finder.page_colour  # pdf_run_annot loads the page's again
         finder.paint, finder.saved_paints, finder.text, finder.text_draws = start, [], None, []
         finder.font, finder.fonted, finder.saved_fonts, finder.text_base = None, False, [], BASE
         finder.reset_text_object()

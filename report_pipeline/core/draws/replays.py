@@ -84,7 +84,7 @@ class Replays:
         return (kind, identity(stream), identity(resources), around, materials, paint.render,
                 tuple(self.active), len(self.path), self.marked_off, tuple(self.hiding),
                 identity(font[0]), font[1], text(base), tuple(self.fonts_running),
-                laid_out)  # fmt: skip
+                self.colour.key if self.colour is not None else None, laid_out)  # fmt: skip
 
     def replayed(self, key: tuple | None) -> bool:
         """Append what the run for `key` drew, if one was kept, under the current origin."""

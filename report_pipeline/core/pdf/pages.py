@@ -58,27 +58,46 @@ class ImageRef:
     inline: object = field(default=None, compare=False, repr=False)
     parms: tuple[str, ...] = ()  # each filter's /DecodeParms dictionary as text ("" for none)
     hidden: str = ""  # why a viewer does not show it (core/draws/visibility.py); "" when shown
+    defaults: str = ""  # the default colour spaces it is drawn under (core/draws/defaults.py)
+
+    @property
+    def share(self) -> tuple[int, str]:
+        """What makes two draws one decode: the same image under the same defaults."""
+        return self.xref, self.defaults
 
 
-# a page's image draws in order: (origin, xref; 0: inline, why it is hidden; "": shown)
-Draws = list[tuple[str, int, str]]
+# a page's image draws in order: (origin, xref; 0: inline, why it is hidden; "": shown,
+# the default colour spaces it is drawn under; "": none named)
+Draws = list[tuple[str, int, str, str]]
 
 
 def compact(draws: Draws) -> dict:
-    """A page's draws for the wire and the store: each distinct origin written once (10,000
-    draws 24 forms deep stay well under a frame's 1 MiB header), a hidden one's reason third."""
+    """A page's draws for the wire and the store: each distinct origin and set of default
+    colour spaces written once (10,000 draws 24 forms deep stay well under a frame's 1 MiB
+    header), a hidden one's reason third, the index of its defaults fourth."""
     origins: dict[str, int] = {}
-    entries = [[origins.setdefault(origin, len(origins)), xref, *([hidden] if hidden else [])]
-               for origin, xref, hidden in draws]  # fmt: skip
-    return {"origins": list(origins), "draws": entries}
+    specs: dict[str, int] = {}
+    entries = []
+    for origin, xref, hidden, spec in draws:
+        entry = [origins.setdefault(origin, len(origins)), xref]
+        if spec:
+            entry += [hidden, specs.setdefault(spec, len(specs))]
+        elif hidden:
+            entry.append(hidden)
+        entries.append(entry)
+    found = {"origins": list(origins), "draws": entries}
+    return found | {"defaults": list(specs)} if specs else found
 
 
 def expand(message: dict) -> Draws:
-    """`compact`'s inverse (draws kept before hidden ones were told apart read as shown); a
-    malformed entry raises (ValueError, IndexError, TypeError)."""
+    """`compact`'s inverse (draws kept before hidden ones were told apart read as shown, and
+    before defaults were kept as under none); a malformed entry raises (ValueError, IndexError,
+    TypeError)."""
     origins = [str(o) for o in message["origins"]]
-    return [(origins[k], int(xref), str(hidden[0]) if hidden else "")
-            for k, xref, *hidden in message["draws"]]  # fmt: skip
+    specs = [str(d) for d in message.get("defaults", ())]
+    return [(origins[k], int(xref), str(rest[0]) if rest else "",
+             specs[rest[1]] if len(rest) > 1 else "")
+            for k, xref, *rest in message["draws"]]  # fmt: skip
 
 
 class TooManyImages(Exception):
@@ -173,11 +192,12 @@ def page_images(
 ) -> list[ImageRef]:
     """Every image the page draws, by any path (see `drawn`), once per draw, in drawing order.
 
-    `known`: the page's draws as the planning walk found them, (origin, xref, hidden) each
-    (core/plan/walk.py): the page is not interpreted again unless one of them is an inline
-    image (xref 0), whose parsed object only a walk hands over."""
-    if known is not None and all(xref > 0 for _, xref, _ in known):
-        draws = [Draw(origin, xref, hidden=hidden) for origin, xref, hidden in known]
+    `known`: the page's draws as the planning walk found them, (origin, xref, hidden,
+    defaults) each (core/plan/walk.py): the page is not interpreted again unless one of them
+    is an inline image (xref 0), whose parsed object only a walk hands over."""
+    if known is not None and all(xref > 0 for _, xref, _, _ in known):
+        draws = [Draw(origin, xref, hidden=hidden, defaults=spec)
+                 for origin, xref, hidden, spec in known]  # fmt: skip
         return _refs(doc, page_number, draws)
     return walk_page(doc, page_number)[0]
 
@@ -207,7 +227,8 @@ def _refs(doc: pymupdf.Document, page: int, draws: list[Draw]) -> list[ImageRef]
             if draw.inline is None:
                 read[draw.xref] = refs[-1]
         else:
-            refs.append(replace(first, index=index, origin=draw.origin, hidden=draw.hidden))
+            refs.append(replace(first, index=index, origin=draw.origin, hidden=draw.hidden,
+                                defaults=draw.defaults))  # fmt: skip
     return refs
 
 
@@ -215,7 +236,7 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     if draw.inline is not None:
         image = draw.inline
         return ImageRef(page, index, 0, 0, image.w(), image.h(), image.bpc(), (), draw.origin,
-                        image, hidden=draw.hidden)  # fmt: skip
+                        image, hidden=draw.hidden, defaults=draw.defaults)  # fmt: skip
     xref = draw.xref
     smask = doc.xref_get_key(xref, "SMask")
     width, height = (declared_int(doc, xref, key)[0] for key in ("Width", "Height"))
@@ -225,6 +246,7 @@ def _ref(doc: pymupdf.Document, page: int, index: int, draw: Draw) -> ImageRef:
     return ImageRef(
         page, index, xref, int(smask[1].split()[0]) if smask[0] == "xref" else 0,
         width, height, bpc, filters, draw.origin, parms=parms, hidden=draw.hidden,
+        defaults=draw.defaults,
     )  # fmt: skip
 
 

@@ -334,7 +334,7 @@ def _walk(sock: socket.socket, pages: Reopening, numbers: list[int]) -> None:
             return
         glyphs = sum("type3" in ref.origin.split("/") for ref in refs)
         pixels = sum(max(0, r.width) * max(0, r.height) for r in refs)
-        draws = compact([(r.origin, r.xref, r.hidden) for r in refs])
+        draws = compact([(r.origin, r.xref, r.hidden, r.defaults) for r in refs])
         wire.send(sock, PageWalked(images=len(refs), pixels=pixels, unread=unread, whole=whole,
                                    streams=breaks.to_wire(streams), draws=draws,
                                    glyphs=glyphs))  # fmt: skip

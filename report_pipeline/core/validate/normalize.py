@@ -1,7 +1,8 @@
 """Normalize a validated image to PNG in sRGB (L, LA, RGB or RGBA) and hash the result.
 
-PDF colour semantics (ICC profiles, CMYK, Indexed, Decode arrays) are MuPDF's job; the soft mask
-becomes the alpha channel. A stencil mask (/ImageMask) is archived as the coverage MuPDF gives
+PDF colour semantics (ICC profiles, CMYK, Indexed, Decode arrays, the default colour spaces a
+draw is made under: core/draws/defaults.py) are MuPDF's job; the soft mask becomes the alpha
+channel. A stencil mask (/ImageMask) is archived as the coverage MuPDF gives
 (255 = painted, its /Decode applied): 1-bit when every pixel is 0 or 255, else L.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import pymupdf
 from PIL import Image, ImageChops
+from pymupdf import mupdf
 
 PNG_COMPRESS_LEVEL = 3  # measured: level 6 costs ~2x the time for ~8% fewer bytes
 # every ancillary chunk Pillow 13's PNG writer can take from `info` or the save call's options
@@ -30,16 +32,19 @@ class Normalized:
     sha256: str
 
 
-def pixmap_image(doc: pymupdf.Document, xref: int) -> Image.Image:
+def pixmap_image(doc: pymupdf.Document, xref: int, defaults=None) -> Image.Image:
     """Decode through MuPDF, converting anything that is not plain gray or RGB to sRGB."""
-    return to_image(pymupdf.Pixmap(doc, xref))
+    return to_image(pymupdf.Pixmap(doc, xref), defaults)
 
 
-def to_image(pix: pymupdf.Pixmap) -> Image.Image:
+def to_image(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces | None = None,
+             ) -> Image.Image:  # fmt: skip
     """A decoded MuPDF pixmap as a Pillow image in L or RGB, or LA or RGBA where MuPDF's decode
     itself makes pixels transparent (a colour-key /Mask array, a JPX image's own alpha channel):
     the page does not show them. An image with an /SMask gets its alpha from the mask
-    (apply_soft_mask), times this one, as MuPDF draws it."""
+    (apply_soft_mask), times this one, as MuPDF draws it. Under `defaults` (the default colour
+    spaces of the draw, core/draws/defaults.py) the samples are converted to sRGB through them, as
+    MuPDF's draw device converts them (a gray image that stays neutral stays L)."""
     if pix.alpha and pix.n == 1:  # a stencil mask: alpha only, no colour space
         return stencil_image(Image.frombytes("L", (pix.width, pix.height), pix.samples))
     alpha = None
@@ -50,14 +55,38 @@ def to_image(pix: pymupdf.Pixmap) -> Image.Image:
             alpha = None
         pix = pymupdf.Pixmap(pix, 0)
     space = pix.colorspace
-    if space is None or space.n == 4 or space.name not in {"DeviceGray", "DeviceRGB"}:
-        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
-    mode = "L" if pix.n == 1 else "RGB"
-    image = Image.frombytes(mode, (pix.width, pix.height), pix.samples)
+    if defaults is not None and space is not None:
+        image = _through(pix, defaults)
+    else:
+        if space is None or space.n == 4 or space.name not in {"DeviceGray", "DeviceRGB"}:
+            pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+        mode = "L" if pix.n == 1 else "RGB"
+        image = Image.frombytes(mode, (pix.width, pix.height), pix.samples)
+    mode = image.mode
     if alpha is not None:  # MuPDF's samples are premultiplied by their alpha: undone here
         bands = image.split() * 3 if mode == "L" else image.split()
         straight = Image.merge("RGBa", (*bands[:3], alpha)).convert("RGBA")
         image = Image.merge("LA", (straight.getchannel("R"), alpha)) if mode == "L" else straight
+    return image
+
+
+def _through(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces) -> Image.Image:
+    """`pix` (no alpha) in sRGB as MuPDF's draw device converts it under `defaults`; L when it
+    had one component and every pixel came out neutral."""
+    params = mupdf.FzColorParams()  # MuPDF's defaults, as a page's graphics state starts
+    out = mupdf.fz_convert_pixmap(
+        pix.this, mupdf.fz_device_rgb(), mupdf.FzColorspace(), defaults, params, 0
+    )
+    size, stride = (out.w(), out.h()), out.stride()
+    data = bytes(mupdf.fz_pixmap_samples_memoryview(out))
+    image = Image.frombytes("RGB", size, data, "raw", "RGB", stride)
+    if pix.n == 1:
+        red, green, blue = image.split()
+        if (
+            not ImageChops.difference(red, green).getbbox()
+            and not ImageChops.difference(green, blue).getbbox()
+        ):
+            return red
     return image
 
 

@@ -27,6 +27,7 @@ from report_pipeline.core.pdf.pages import (
     raw_stream,
 )
 from report_pipeline.core.validate import codestream, icc, inline, normalize, shortfall, validation
+from report_pipeline.core.validate import defaults as colour_defaults
 from report_pipeline.core.validate.prefix import decode_prefix, parm
 from report_pipeline.core.validate.validation import Quarantined
 
@@ -257,12 +258,13 @@ def _check_declared_size(doc: pymupdf.Document, xref: int, whose: str = "") -> N
 
 
 def _strict_decode(
-    doc, ref: ImageRef, raw: bytes, limits: Limits
+    doc, ref: ImageRef, raw: bytes, limits: Limits, drawn_as_is: bool = True
 ) -> tuple[Image.Image | None, str]:
     """Decode with the strictest decoder for the codec; return the image if it is usable as is,
     and what became of an ICC profile its codestream embeds (icc.py).
 
-    None leaves the image to MuPDF, also when Pillow rejects a JPEG/JPX that MuPDF may decode.
+    None leaves the image to MuPDF, also when Pillow rejects a JPEG/JPX that MuPDF may decode,
+    and when the draw's default colour spaces change what it shows (not `drawn_as_is`).
     """
     if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
         try:
@@ -271,7 +273,8 @@ def _strict_decode(
             if bad.reason in _PILLOW_GAVE_UP:
                 return None, ""
             raise
-        plain = normalize.plain_mode(image) if _fast_path_ok(doc, ref, image) else None
+        fast = drawn_as_is and _fast_path_ok(doc, ref, image)
+        plain = normalize.plain_mode(image) if fast else None
         return plain, icc.profile_note(image)
     if ref.filters == ("FlateDecode",):
         components = components_of(doc, ref.xref)
@@ -282,11 +285,14 @@ def _strict_decode(
     return None, ""
 
 
-def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None) -> Image.Image:
-    """MuPDF's decode of an image XObject (or of the inline image `ref`), short data refused."""
+def _mupdf_decode(doc: pymupdf.Document, xref: int, ref: ImageRef | None = None,
+                  defaults=None) -> Image.Image:  # fmt: skip
+    """MuPDF's decode of an image XObject (or of the inline image `ref`), short data refused;
+    in sRGB through the draw's default colour spaces (`defaults`: core/draws/defaults.py)."""
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
-        image = normalize.to_image(inline.pixmap(ref)) if ref else normalize.pixmap_image(doc, xref)
+        image = (normalize.to_image(inline.pixmap(ref), defaults) if ref
+                 else normalize.pixmap_image(doc, xref, defaults))  # fmt: skip
     except MemoryError:  # Python's own allocation (the pixmap's samples), not bad bytes
         raise MemoryError("MuPDF could not allocate the image") from None
     except Exception as exc:  # MuPDF reports bad streams with several exception types
@@ -426,17 +432,19 @@ def _corrupt_flate(fallback: Quarantined, ref: ImageRef) -> Quarantined:
 
 def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Processed:
     started = iso(utc_now())
-    raw, signature, evidence, notes = b"", None, None, ""
+    raw, signature, evidence, notes, said_of_defaults = b"", None, None, "", []
     try:
         if ref.inline is not None:
             raw, signature = inline.precheck(ref, limits)
             evidence = raw
-            image = _mupdf_decode(doc, 0, ref)
+            defaults = colour_defaults.loaded(doc, ref.defaults, said_of_defaults)
+            image = _mupdf_decode(doc, 0, ref, defaults)
         else:
             raw, signature = _precheck(doc, ref, limits)
             evidence = raw
-            image, notes = _strict_decode(doc, ref, raw, limits)
-            image = image or _mupdf_decode(doc, ref.xref)
+            defaults = colour_defaults.loaded(doc, ref.defaults, said_of_defaults)
+            image, notes = _strict_decode(doc, ref, raw, limits, defaults is None)
+            image = image or _mupdf_decode(doc, ref.xref, None, defaults)
         if ref.smask:
             stencil = image_entry(doc, ref.xref, "ImageMask")[1] == "true"
             image = normalize.apply_soft_mask(image, _soft_mask(doc, ref, image.size), stencil)
@@ -444,6 +452,7 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             image = normalize.apply_stencil(image, _mask_coverage(doc, ref.xref))
         result = normalize.encode_png(image)
     except Quarantined as bad:
+        notes = _joined(notes, said_of_defaults)
         if evidence is None and bad.evidence is not None:  # refused by a check on its stream
             raw = evidence = bad.evidence
         outcome = ImageOutcome(
@@ -453,6 +462,7 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             started_at=started, finished_at=iso(utc_now()), notes=notes,
         )  # fmt: skip
         return Processed(outcome, evidence)
+    notes = _joined(notes, said_of_defaults)
     outcome = ImageOutcome(
         **_place(ref), state="validated", reason=None, detail=None, declared_type=_declared(ref),
         signature=signature, width=result.width, height=result.height, mode=result.mode,
@@ -460,6 +470,10 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
         started_at=started, finished_at=iso(utc_now()), notes=notes,
     )  # fmt: skip
     return Processed(outcome, result.png)
+
+
+def _joined(notes: str, more: list[str]) -> str:
+    return "; ".join([notes, *more] if notes else more)
 
 
 def hidden_outcome(ref: ImageRef) -> ImageOutcome:
