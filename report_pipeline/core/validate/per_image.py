@@ -44,6 +44,7 @@ _ALLOCATION_FAILED = re.compile(
 # the sample depths MuPDF unpacks (none given, 0 and one that is not an integer read as 8); a
 # stencil mask is 1 bit whatever it says, a JPX codestream states its own
 _DEPTHS = {-1, 0, 1, 2, 4, 8, 16}
+_READ_AS_8 = {-1, 0, 8}
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -65,13 +66,29 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
     decodes it. So does a JPEG whose /DecodeParms set /ColorTransform: MuPDF follows it (0: an
     RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not. And a
-    JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back."""
+    JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back. A
+    colour-key /Mask (an array) makes the pixels it keys transparent in MuPDF's decode, and a
+    /BitsPerComponent other than 8 makes MuPDF read the JPEG's 8-bit samples at that depth (the
+    page draws them so): Pillow's decode has neither."""
     space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
     decode = image_entry(doc, ref.xref, "Decode")[0]
     transform = any("/ColorTransform" in parms for parms in ref.parms)
     matte = bool(ref.smask) and doc.xref_get_key(ref.smask, "Matte")[0] != "null"
-    plain = (image.mode, space) in _PLAIN_SPACES and decode == "null"
-    return plain and not transform and not matte and not _subsampled(image)
+    depth = declared_int(doc, ref.xref, "BitsPerComponent")[0] in _READ_AS_8
+    plain = (image.mode, space) in _PLAIN_SPACES and decode == "null" and depth
+    keyed = _colour_key(doc, ref.xref)
+    return plain and not transform and not matte and not keyed and not _subsampled(image)
+
+
+def _colour_key(doc: pymupdf.Document, xref: int) -> bool:
+    """The image's /Mask is an array (colour-key masking), directly or by reference."""
+    kind, value = doc.xref_get_key(xref, "Mask")
+    if kind == "xref":
+        number = int(value.split()[0])
+        if not 0 < number < doc.xref_length() or doc.xref_is_stream(number):
+            return False
+        return doc.xref_object(number, compressed=True).lstrip().startswith("[")
+    return kind == "array"
 
 
 def _subsampled(image: Image.Image) -> bool:
@@ -325,7 +342,7 @@ def _explained(
         if kind == "flate":
             return _corrupt_flate(fallback, ref)
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
-        return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
+        return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said, ref.bpc)
     filters, parms = filter_chain(doc, xref)
     stencil = image_entry(doc, xref, "ImageMask")[1] == "true"
     bpc = declared_int(doc, xref, "BitsPerComponent")[0]
@@ -359,7 +376,7 @@ def _explained(
     if spaces is not None and whole and codestream.jpeg_reaches_eoi(jpeg):
         components = _jpeg_components(jpeg)
         fallback = shortfall.alternate(fallback, *spaces, components >= spaces[0])
-    return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
+    return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said, depth)
 
 
 def _jpeg_components(jpeg: bytes) -> int:
