@@ -1,6 +1,7 @@
 """Classes from the thirteenth crafted round (issue 30), each against MuPDF: a gray or 4:4:4 RGB
 JPEG (the JPEGs Pillow decodes) with a colour-key /Mask or a /BitsPerComponent other than 8,
-which MuPDF draws otherwise than Pillow decodes them."""
+which MuPDF draws otherwise than Pillow decodes them; a colour-space name MuPDF quotes when it
+cannot load it, kept out of the record."""
 
 from __future__ import annotations
 
@@ -68,3 +69,21 @@ def test_an_8_bit_jpeg_declared_16_bit_is_a_colorspace_mismatch_not_archived_as_
     assert processed.outcome.state == "quarantined"
     assert processed.outcome.reason == "colorspace_mismatch", processed.outcome
     assert "/BitsPerComponent 16" in processed.outcome.detail
+
+
+PLANTED = [b"/PLANTED", b"[/Indexed/PLANTED 1<0000>]", b"[/Pattern/PLANTED]"]
+
+
+@pytest.mark.parametrize("space", PLANTED)
+def test_a_colour_space_name_mupdf_quotes_stays_out_of_the_quarantine_detail(space):
+    """MuPDF raises "unknown colorspace: <the name>": the name is the file's bytes, and was
+    copied into the record's detail (the manifest, `quarantine list`)."""
+    o = Objects()
+    head = b"/Type/XObject/Subtype/Image/Width 2/Height 2/BitsPerComponent 8/ColorSpace"
+    drawn = o.add(stream(head + space, b"abcd"))
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        outcome = per_image.process_image(doc, ref, Limits()).outcome
+    assert (outcome.state, outcome.reason) == ("quarantined", "undecodable")
+    assert "unknown colorspace" in outcome.detail and "PLANTED" not in outcome.detail
