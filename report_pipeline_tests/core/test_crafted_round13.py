@@ -87,3 +87,34 @@ def test_a_colour_space_name_mupdf_quotes_stays_out_of_the_quarantine_detail(spa
         outcome = per_image.process_image(doc, ref, Limits()).outcome
     assert (outcome.state, outcome.reason) == ("quarantined", "undecodable")
     assert "unknown colorspace" in outcome.detail and "PLANTED" not in outcome.detail
+
+
+def _drawn_one_to_one(doc: pymupdf.Document, side: int) -> Image.Image:
+    """MuPDF's render of page 1, where the image is drawn one device pixel a sample."""
+    pix = doc[0].get_pixmap(alpha=True, clip=pymupdf.Rect(0, 200 - side, side, 200))
+    return Image.frombytes("RGBa", (pix.width, pix.height), pix.samples).convert("RGBA")
+
+
+@pytest.mark.parametrize(("mask_side", "binary"), [(32, False), (7, True)])
+def test_an_explicit_mask_of_another_size_is_scaled_as_mupdf_draws_it(mask_side, binary):
+    """A 16x16 image through a 32x32 stencil /Mask: MuPDF's draw device averages the mask over
+    the image's pixels (partly covered edges); it was sampled (nearest), up to 193 levels off.
+    A smaller mask (7x7) is drawn with hard edges, as before."""
+    bits = bytes((x * 37 + y * 11) & 0xFF for y in range(mask_side) for x in range(4))
+    o = Objects()
+    head = b"/Type/XObject/Subtype/Image/Width %d/Height %d/ImageMask true/BitsPerComponent 1"
+    mask = o.add(stream(head % (mask_side, mask_side), bits[: mask_side * ((mask_side + 7) // 8)]))
+    rgb = bytes((k * 7) % 256 for k in range(16 * 16 * 3))
+    head = b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceRGB/BitsPerComponent 8"
+    drawn = o.add(stream(head + b"/Mask %d 0 R" % mask, rgb))
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 16 0 0 16 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        processed = per_image.process_image(doc, ref, Limits())
+        page = _drawn_one_to_one(doc, 16)
+    alpha = Image.open(io.BytesIO(processed.payload)).getchannel("A")
+    gaps = [
+        abs(a - b) for a, b in zip(alpha.tobytes(), page.getchannel("A").tobytes(), strict=True)
+    ]
+    assert max(gaps) <= 1
+    assert (set(alpha.tobytes()) <= {0, 255}) == binary

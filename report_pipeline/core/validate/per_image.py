@@ -186,9 +186,13 @@ def _explicit_mask(doc: pymupdf.Document, ref: ImageRef) -> int:
     return number if doc.xref_is_stream(number) else 0
 
 
-def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
-    """Where MuPDF paints the image through its explicit /Mask (255) and where not (0), as
-    MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it has none."""
+def _mask_coverage(
+    doc: pymupdf.Document, xref: int, size: tuple[int, int]
+) -> Image.Image | None:
+    """Where MuPDF paints the image of `size` pixels through its explicit /Mask (255) and where
+    not (0), as MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it
+    has none. A mask larger than the image (on either side) is scaled by MuPDF's draw device, as
+    the page draws it over the image: averaged (its edges partly covered), not sampled."""
     pdf = mupdf.pdf_document_from_fz_document(doc.this)
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
@@ -199,7 +203,10 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
         # drawn at its own size: MuPDF decodes an image for the scale its matrix asks, and at
         # the identity (one unit) it subsampled the mask, which came back blurred or flat
         full = mupdf.FzMatrix(stencil.m_internal.w, 0, 0, stencil.m_internal.h, 0, 0)
-        pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, full)[0])
+        if stencil.m_internal.w > size[0] or stencil.m_internal.h > size[1]:
+            pix = _drawn_mask(stencil, size)
+        else:  # a smaller one is drawn with hard edges: apply_stencil scales it so
+            pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, full)[0])
     except MemoryError:
         raise MemoryError("MuPDF could not allocate the image's mask") from None
     except Exception as exc:  # MuPDF reports bad streams with several exception types
@@ -458,7 +465,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             stencil = image_entry(doc, ref.xref, "ImageMask")[1] == "true"
             image = normalize.apply_soft_mask(image, _soft_mask(doc, ref, image.size), stencil)
         elif _explicit_mask(doc, ref):
-            image = normalize.apply_stencil(image, _mask_coverage(doc, ref.xref))
+            coverage = _mask_coverage(doc, ref.xref, image.size)
+            image = normalize.apply_stencil(image, coverage)
         result = normalize.encode_png(image)
     except Quarantined as bad:
         if evidence is None and bad.evidence is not None:  # refused by a check on its stream
