@@ -186,9 +186,7 @@ def _explicit_mask(doc: pymupdf.Document, ref: ImageRef) -> int:
     return number if doc.xref_is_stream(number) else 0
 
 
-def _mask_coverage(
-    doc: pymupdf.Document, xref: int, size: tuple[int, int]
-) -> Image.Image | None:
+def _mask_coverage(doc: pymupdf.Document, xref: int, size: tuple[int, int]) -> Image.Image | None:
     """Where MuPDF paints the image of `size` pixels through its explicit /Mask (255) and where
     not (0), as MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it
     has none. A mask larger than the image (on either side) is scaled by MuPDF's draw device, as
