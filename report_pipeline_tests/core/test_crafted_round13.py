@@ -118,3 +118,50 @@ def test_an_explicit_mask_of_another_size_is_scaled_as_mupdf_draws_it(mask_side,
     ]
     assert max(gaps) <= 1
     assert (set(alpha.tobytes()) <= {0, 255}) == binary
+
+
+ADOBE_RGB = b"\xff\xee\x00\x0eAdobe\x00\x64\x00\x00\x00\x00\x00"  # APP14, transform 0: RGB
+ADOBE_YCC = ADOBE_RGB[:-1] + b"\x01"  # transform 1: YCbCr
+
+
+def _signalled(jpeg: bytes, jfif: bool, adobe: bytes, rgb_ids: bool) -> bytes:
+    """A 3-component JPEG from Pillow (JFIF, ids 1 2 3) with its JFIF marker kept or not, an
+    APP14 marker added, and its component ids (in SOF0 and SOS) made R G B."""
+    out, i = bytearray(b"\xff\xd8" + adobe), 2
+    while True:
+        marker, length = jpeg[i + 1], int.from_bytes(jpeg[i + 2 : i + 4], "big")
+        segment = bytearray(jpeg[i : i + 2 + length] if marker != 0xDA else jpeg[i:])
+        for k in range(3 * rgb_ids):
+            if marker == 0xC0:
+                segment[10 + 3 * k] = b"RGB"[k]
+            if marker == 0xDA:
+                segment[5 + 2 * k] = b"RGB"[k]
+        if jfif or marker != 0xE0:
+            out += segment
+        if marker == 0xDA:
+            return bytes(out)
+        i += 2 + length
+
+
+@pytest.mark.parametrize(
+    ("jfif", "adobe", "rgb_ids"),
+    [(True, ADOBE_RGB, False), (False, ADOBE_YCC, True), (True, b"", True)],
+)
+def test_a_jpeg_whose_markers_disagree_on_its_colour_transform_is_archived_as_mupdf_draws_it(
+    jfif, adobe, rgb_ids
+):
+    """libjpeg-turbo (Pillow) decoded these YCbCr where MuPDF draws them RGB, or the other way:
+    the archive was up to 222 levels off the page."""
+    jpeg = _signalled(_jpeg("RGB"), jfif, adobe, rgb_ids)
+    o = Objects()
+    head = b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceRGB"
+    drawn = o.add(stream(head + b"/BitsPerComponent 8/Filter/DCTDecode", jpeg))
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        processed = per_image.process_image(doc, ref, Limits())
+        drawn_by_mupdf = pymupdf.Pixmap(doc, ref.xref).samples
+    assert processed.outcome.state == "validated", processed.outcome
+    archived = Image.open(io.BytesIO(processed.payload))
+    assert archived.mode == "RGB" and archived.tobytes() == drawn_by_mupdf
+    assert Image.open(io.BytesIO(jpeg)).tobytes() != drawn_by_mupdf  # Pillow's own decode

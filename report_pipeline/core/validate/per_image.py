@@ -77,7 +77,26 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     depth = declared_int(doc, ref.xref, "BitsPerComponent")[0] in _READ_AS_8
     plain = (image.mode, space) in _PLAIN_SPACES and decode == "null" and depth
     keyed = _colour_key(doc, ref.xref)
-    return plain and not transform and not matte and not keyed and not _subsampled(image)
+    return (
+        plain
+        and not transform
+        and not matte
+        and not keyed
+        and not _subsampled(image)
+        and not _transform_signalled(image)
+    )
+
+
+def _transform_signalled(image: Image.Image) -> bool:
+    """A 3-component JPEG whose colour transform is said by more than the default: an Adobe
+    APP14 marker, or component ids R G B. libjpeg-turbo (Pillow) and MuPDF weigh these against
+    a JFIF marker differently (JFIF plus APP14 transform 0, or plus ids R G B, or APP14 transform
+    1 with ids R G B: one decodes YCbCr, the other RGB, up to 222 levels apart), so MuPDF
+    decodes it, as the page draws it."""
+    if image.mode != "RGB":
+        return False
+    ids = tuple(layer[0] for layer in getattr(image, "layer", None) or ())
+    return "adobe" in image.info or ids == (ord("R"), ord("G"), ord("B"))
 
 
 def _colour_key(doc: pymupdf.Document, xref: int) -> bool:
