@@ -165,3 +165,27 @@ def test_a_jpeg_whose_markers_disagree_on_its_colour_transform_is_archived_as_mu
     archived = Image.open(io.BytesIO(processed.payload))
     assert archived.mode == "RGB" and archived.tobytes() == drawn_by_mupdf
     assert Image.open(io.BytesIO(jpeg)).tobytes() != drawn_by_mupdf  # Pillow's own decode
+
+
+@pytest.mark.parametrize(
+    ("before", "state"),
+    [(b"\n", "validated"), (b"\r\n", "validated"), (b"\n \r\n\n", "validated"),
+     (b"\t", "quarantined"), (b"\x00", "quarantined")],
+)  # fmt: skip
+def test_a_jpeg_after_stray_newlines_is_read_as_mupdf_reads_it(before, state):
+    """MuPDF's DCT decoder skips line feeds, carriage returns and spaces before the SOI (a
+    writer's extra newline after `stream`) and draws the JPEG: it was `signature_mismatch`.
+    Anything else before it MuPDF cannot read either ("Not a JPEG file")."""
+    o = Objects()
+    head = b"/Type/XObject/Subtype/Image/Width 16/Height 16/ColorSpace/DeviceGray"
+    drawn = o.add(stream(head + b"/BitsPerComponent 8/Filter/DCTDecode", before + _jpeg("L")))
+    o.page(b"<</XObject<</Im %d 0 R>>>>" % drawn, b"q 100 0 0 100 0 0 cm /Im Do Q")
+    with pymupdf.open(stream=o.pdf(), filetype="pdf") as doc:
+        (ref,) = page_images(doc, 1)
+        processed = per_image.process_image(doc, ref, Limits())
+        drawn_by_mupdf = pymupdf.Pixmap(doc, ref.xref).samples
+    assert processed.outcome.state == state, processed.outcome
+    if state == "validated":
+        assert Image.open(io.BytesIO(processed.payload)).tobytes() == drawn_by_mupdf
+    else:
+        assert processed.outcome.reason == "signature_mismatch"

@@ -307,7 +307,8 @@ def _strict_decode(
     """
     if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
         try:
-            image = validation.decode_file_image(raw, ref, limits)
+            body = codestream.jpeg_body(raw) if ref.filters == ("DCTDecode",) else raw
+            image = validation.decode_file_image(body, ref, limits)
         except Quarantined as bad:
             if bad.reason in _PILLOW_GAVE_UP:
                 return None, ""
