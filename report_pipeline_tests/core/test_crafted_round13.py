@@ -6,6 +6,7 @@ cannot load it, kept out of the record."""
 from __future__ import annotations
 
 import io
+import zlib
 
 import pymupdf
 import pytest
@@ -14,7 +15,8 @@ from PIL import Image
 from fixtures._objects import Objects, stream
 from report_pipeline.core.model.settings import Limits
 from report_pipeline.core.pdf.pages import page_images
-from report_pipeline.core.validate import per_image
+from report_pipeline.core.validate import per_image, validation
+from report_pipeline.core.validate.quarantine import Quarantined
 
 RAMP = bytes((x * 16 + y) % 256 for y in range(16) for x in range(16))  # 16x16 gray
 
@@ -189,3 +191,17 @@ def test_a_jpeg_after_stray_newlines_is_read_as_mupdf_reads_it(before, state):
         assert Image.open(io.BytesIO(processed.payload)).tobytes() == drawn_by_mupdf
     else:
         assert processed.outcome.reason == "signature_mismatch"
+
+
+def test_flate_data_of_two_zlib_streams_is_not_truncated():
+    """MuPDF inflates the first zlib stream and pads the image after its end: the data did not
+    end early, more follows the end, so it is `undecodable` saying so, not `truncated`. Data
+    that only stops short (cut off, or an end followed by whitespace) stays `truncated`."""
+    samples = bytes(range(64))
+    two = zlib.compress(samples[:32]) + zlib.compress(samples[32:])
+    with pytest.raises(Quarantined) as found:
+        validation.check_flate_complete(two, 64)
+    assert found.value.reason == "undecodable" and "follow its end" in found.value.detail
+    for short in (zlib.compress(samples[:32]) + b"\r\n", zlib.compress(samples)[:20]):
+        with pytest.raises(Quarantined, match="truncated"):
+            validation.check_flate_complete(short, 64)
