@@ -101,7 +101,12 @@ def test_refuse_encrypted_refuses_it_and_a_password_is_refused_always(tmp_path):
      ([CATALOG, b"<</Type/Pages/Kids[3 0 R 7]/Count 2>>", PAGE], "bad_page_tree",
       "not a reference"),
      ([CATALOG, b"<</Type/Pages/Kids[<</Type/Pages/Kids[3 0 R]/Count 1>>]/Count 1>>", PAGE],
-      "bad_page_tree", "not a reference")],
+      "bad_page_tree", "not a reference"),
+     # a page MuPDF's parser cannot read: an entry nested past its depth (crafted round 13;
+     # it was `inspection_failed`, "FzErrorLimit")
+     ([CATALOG, b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+       b"<</Type/Page/Parent 2 0 R/X%s>>" % (b"[" * 50_000 + b"]" * 50_000)],
+      "bad_page_tree", "cannot be read (exception stack overflow")],
 )  # fmt: skip
 def test_a_page_tree_that_disagrees_or_cannot_be_walked_is_refused(tmp_path, objects, code, words):
     refused = refusal(written(tmp_path, classic_pdf(objects)))

@@ -24,9 +24,10 @@ from report_pipeline.core.model.wording import said
 MAX_DEPTH = 64  # real trees are a handful of levels deep
 MAX_NODES = 100_000  # visits of pages and intermediate nodes together (shared ones each time)
 _REF = re.compile(r"(\d+)\s+(\d+)\s+R")
-# what MuPDF raises for an object it cannot parse, even in a repaired file (an allocation that
-# failed is no such error: it stays `inspection_failed`)
-_UNPARSED = (mupdf.FzErrorFormat, mupdf.FzErrorSyntax)
+# what MuPDF raises for an object it cannot parse, even in a repaired file, one nested past its
+# parser's depth ("exception stack overflow!", a limit error) too (an allocation that failed is
+# no such error: it stays `inspection_failed`)
+_UNPARSED = (mupdf.FzErrorFormat, mupdf.FzErrorSyntax, mupdf.FzErrorLimit)
 DIRECT_PAGE = -1  # a page dictionary written in its parent's /Kids: a leaf of no object
 
 

@@ -82,7 +82,7 @@ def sniff(codec: str, data: bytes) -> str | None:
     Raises KeyError for a codec without an exact structure check (CCITT, LZW, RunLength, raw).
     """
     checks = {
-        "DCTDecode": lambda: "image/jpeg" if data[:3] == b"\xff\xd8\xff" else None,
+        "DCTDecode": lambda: "image/jpeg" if jpeg_body(data)[:3] == b"\xff\xd8\xff" else None,
         "JPXDecode": lambda: (
             "image/jp2" if data.startswith(JP2_SIGNATURE)
             else "image/x-jp2-codestream" if data.startswith(J2K_SOC_SIZ) else None
@@ -96,14 +96,23 @@ def sniff(codec: str, data: bytes) -> str | None:
     return checks[canonical(codec)]()
 
 
+def jpeg_body(data: bytes) -> bytes:
+    """The JPEG as MuPDF's DCT decoder reads it: it skips line feeds, carriage returns and spaces
+    before the SOI marker (a stray newline after `stream`), nothing else (a tab, a NUL, a fill
+    byte: "Not a JPEG file")."""
+    return data.lstrip(b"\n\r ")
+
+
 def jpeg_size(data: bytes) -> tuple[int, int]:
     """(width, height) from the first SOFn frame header; height 0 (defined by DNL) is kept."""
+    data = jpeg_body(data)
     i = _jpeg_sof(data)
     return _be(data, i + 5, 2, "JPEG SOF"), _be(data, i + 3, 2, "JPEG SOF")
 
 
 def jpeg_frame(data: bytes) -> tuple[int, int]:
     """(sample precision in bits, colour components) from the first SOFn frame header."""
+    data = jpeg_body(data)
     i = _jpeg_sof(data)
     return _be(data, i + 2, 1, "JPEG SOF"), _be(data, i + 7, 1, "JPEG SOF")
 
@@ -112,6 +121,7 @@ def jpeg_reaches_eoi(data: bytes) -> bool:
     """Whether the JPEG goes on to its EOI marker: segments are skipped by their lengths (an
     EXIF thumbnail's own EOI is not the stream's), scan data is searched for the next marker
     (FF00 is a stuffed byte, RSTn belongs to the scan). Pure Python, one pass, no decoding."""
+    data = jpeg_body(data)
     i = 2
     while True:
         i = data.find(b"\xff", i)

@@ -116,8 +116,8 @@ def apply_soft_mask(image: Image.Image, mask: Image.Image, stencil: bool = False
 
 def apply_stencil(image: Image.Image, coverage: Image.Image | None) -> Image.Image:
     """An explicit /Mask as alpha: 0 where the page does not paint the image. A mask that
-    paints everywhere leaves the image as it was; one of another size is scaled without
-    smoothing (its edges stay hard)."""
+    paints everywhere leaves the image as it was; a smaller one is scaled without smoothing
+    (its edges stay hard, as MuPDF draws it; a larger one comes scaled by MuPDF's draw device)."""
     if coverage is None or coverage.getextrema() == (255, 255):
         return image
     if coverage.size != image.size:

@@ -45,6 +45,7 @@ _ALLOCATION_FAILED = re.compile(
 # the sample depths MuPDF unpacks (none given, 0 and one that is not an integer read as 8); a
 # stencil mask is 1 bit whatever it says, a JPX codestream states its own
 _DEPTHS = {-1, 0, 1, 2, 4, 8, 16}
+_READ_AS_8 = {-1, 0, 8}
 _PILLOW_GAVE_UP = {"truncated", "undecodable"}  # MuPDF gets a say; its truncation warnings rule
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -66,13 +67,48 @@ def _fast_path_ok(doc: pymupdf.Document, ref: ImageRef, image: Image.Image) -> b
     MuPDF makes of them (an RGB JPEG declared /DeviceGray: its samples read as gray), so MuPDF
     decodes it. So does a JPEG whose /DecodeParms set /ColorTransform: MuPDF follows it (0: an
     RGB JPEG's samples are drawn as they are, not converted from YCbCr), Pillow does not. And a
-    JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back."""
+    JPEG whose /SMask has a /Matte: its colours are premultiplied, MuPDF divides them back. A
+    colour-key /Mask (an array) makes the pixels it keys transparent in MuPDF's decode, and a
+    /BitsPerComponent other than 8 makes MuPDF read the JPEG's 8-bit samples at that depth (the
+    page draws them so): Pillow's decode has neither."""
     space = doc.xref_get_key(ref.xref, "ColorSpace")[1]
     decode = image_entry(doc, ref.xref, "Decode")[0]
     transform = any("/ColorTransform" in parms for parms in ref.parms)
     matte = bool(ref.smask) and doc.xref_get_key(ref.smask, "Matte")[0] != "null"
-    plain = (image.mode, space) in _PLAIN_SPACES and decode == "null"
-    return plain and not transform and not matte and not _subsampled(image)
+    depth = declared_int(doc, ref.xref, "BitsPerComponent")[0] in _READ_AS_8
+    plain = (image.mode, space) in _PLAIN_SPACES and decode == "null" and depth
+    keyed = _colour_key(doc, ref.xref)
+    return (
+        plain
+        and not transform
+        and not matte
+        and not keyed
+        and not _subsampled(image)
+        and not _transform_signalled(image)
+    )
+
+
+def _transform_signalled(image: Image.Image) -> bool:
+    """A 3-component JPEG whose colour transform is said by more than the default: an Adobe
+    APP14 marker, or component ids R G B. libjpeg-turbo (Pillow) and MuPDF weigh these against
+    a JFIF marker differently (JFIF plus APP14 transform 0, or plus ids R G B, or APP14 transform
+    1 with ids R G B: one decodes YCbCr, the other RGB, up to 222 levels apart), so MuPDF
+    decodes it, as the page draws it."""
+    if image.mode != "RGB":
+        return False
+    ids = tuple(layer[0] for layer in getattr(image, "layer", None) or ())
+    return "adobe" in image.info or ids == (ord("R"), ord("G"), ord("B"))
+
+
+def _colour_key(doc: pymupdf.Document, xref: int) -> bool:
+    """The image's /Mask is an array (colour-key masking), directly or by reference."""
+    kind, value = doc.xref_get_key(xref, "Mask")
+    if kind == "xref":
+        number = int(value.split()[0])
+        if not 0 < number < doc.xref_length() or doc.xref_is_stream(number):
+            return False
+        return doc.xref_object(number, compressed=True).lstrip().startswith("[")
+    return kind == "array"
 
 
 def _subsampled(image: Image.Image) -> bool:
@@ -170,9 +206,11 @@ def _explicit_mask(doc: pymupdf.Document, ref: ImageRef) -> int:
     return number if doc.xref_is_stream(number) else 0
 
 
-def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
-    """Where MuPDF paints the image through its explicit /Mask (255) and where not (0), as
-    MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it has none."""
+def _mask_coverage(doc: pymupdf.Document, xref: int, size: tuple[int, int]) -> Image.Image | None:
+    """Where MuPDF paints the image of `size` pixels through its explicit /Mask (255) and where
+    not (0), as MuPDF reads the mask (with or without /ImageMask, its /Decode); None when it
+    has none. A mask larger than the image (on either side) is scaled by MuPDF's draw device, as
+    the page draws it over the image: averaged (its edges partly covered), not sampled."""
     pdf = mupdf.pdf_document_from_fz_document(doc.this)
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
@@ -183,7 +221,10 @@ def _mask_coverage(doc: pymupdf.Document, xref: int) -> Image.Image | None:
         # drawn at its own size: MuPDF decodes an image for the scale its matrix asks, and at
         # the identity (one unit) it subsampled the mask, which came back blurred or flat
         full = mupdf.FzMatrix(stencil.m_internal.w, 0, 0, stencil.m_internal.h, 0, 0)
-        pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, full)[0])
+        if stencil.m_internal.w > size[0] or stencil.m_internal.h > size[1]:
+            pix = _drawn_mask(stencil, size)
+        else:  # a smaller one is drawn with hard edges: apply_stencil scales it so
+            pix = pymupdf.Pixmap(mupdf.fz_get_pixmap_from_image(stencil, area, full)[0])
     except MemoryError:
         raise MemoryError("MuPDF could not allocate the image's mask") from None
     except Exception as exc:  # MuPDF reports bad streams with several exception types
@@ -268,7 +309,8 @@ def _strict_decode(
     """
     if ref.filters in {("DCTDecode",), ("JPXDecode",)}:
         try:
-            image = validation.decode_file_image(raw, ref, limits)
+            body = codestream.jpeg_body(raw) if ref.filters == ("DCTDecode",) else raw
+            image = validation.decode_file_image(body, ref, limits)
         except Quarantined as bad:
             if bad.reason in _PILLOW_GAVE_UP:
                 return None, ""
@@ -331,7 +373,7 @@ def _explained(
         if kind == "flate":
             return _corrupt_flate(fallback, ref)
         jpeg = inline.raw_bytes(ref) if kind == "jpeg" else None
-        return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said)
+        return shortfall.explain(fallback, jpeg, True, ref.inline.n(), said, ref.bpc)
     filters, parms = filter_chain(doc, xref)
     stencil = image_entry(doc, xref, "ImageMask")[1] == "true"
     bpc = declared_int(doc, xref, "BitsPerComponent")[0]
@@ -365,7 +407,7 @@ def _explained(
     if spaces is not None and whole and codestream.jpeg_reaches_eoi(jpeg):
         components = _jpeg_components(jpeg)
         fallback = shortfall.alternate(fallback, *spaces, components >= spaces[0])
-    return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said)
+    return shortfall.explain(fallback, jpeg, whole, components_of(doc, xref), said, depth)
 
 
 def _jpeg_components(jpeg: bytes) -> int:
@@ -449,7 +491,8 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
             stencil = image_entry(doc, ref.xref, "ImageMask")[1] == "true"
             image = normalize.apply_soft_mask(image, _soft_mask(doc, ref, image.size), stencil)
         elif _explicit_mask(doc, ref):
-            image = normalize.apply_stencil(image, _mask_coverage(doc, ref.xref))
+            coverage = _mask_coverage(doc, ref.xref, image.size)
+            image = normalize.apply_stencil(image, coverage)
         result = normalize.encode_png(image)
     except Quarantined as bad:
         notes = _joined(notes, said_of_defaults)

@@ -6,6 +6,8 @@ would call every failure `truncated`. A JPEG's own structure tells more, without
 - MuPDF's libjpeg reads 8-bit samples only: any other precision is `unsupported_precision`;
 - fewer components than the declared colour space takes leave MuPDF short of samples:
   `colorspace_mismatch` (more components are read as the page draws them, and never padded);
+  so does a /BitsPerComponent above the JPEG's 8 bits (16: MuPDF reads its samples in pairs),
+  where a smaller one is drawn as MuPDF reads the bytes, and never padded;
 - a JPEG that reaches its EOI marker did not end early, so its data is at fault: `undecodable`,
   with what libjpeg said.
 A JBIG2 or CCITT fax stream decodes to one component of 1 bit a pixel, whatever the dictionary
@@ -40,14 +42,21 @@ _LIBJPEG_SAID = re.compile(r"jpeg error: ([^\n]{1,120})")
 
 
 def explain(
-    fallback: Quarantined, jpeg: bytes | None, whole: bool, declared: int | None, said: str
+    fallback: Quarantined,
+    jpeg: bytes | None,
+    whole: bool,
+    declared: int | None,
+    said: str,
+    depth: int = 8,
 ) -> Quarantined:
     """What to quarantine an image MuPDF padded (`fallback` is then `truncated`) or could not
     decode at all (`undecodable`) for, when its JPEG says more than `fallback`.
 
     `jpeg`: the stream's JPEG bytes when its last filter is DCTDecode (None otherwise), `whole`
     when they are all of it (not a bounded prefix of a filter chain); `declared`: the components
-    of the declared colour space, None when unknown; `said`: MuPDF's warnings."""
+    of the declared colour space, None when unknown; `said`: MuPDF's warnings; `depth`: the
+    declared /BitsPerComponent (MuPDF reads the JPEG's 8-bit samples at that depth: 16 takes
+    twice the bytes the JPEG gives, however complete it is)."""
     if jpeg is None:
         return fallback
     try:
@@ -58,6 +67,16 @@ def explain(
         return Quarantined(
             "unsupported_precision",
             f"a {precision}-bit JPEG: MuPDF decodes JPEG samples of 8 bits only",
+        )
+    if (
+        fallback.reason == "truncated"
+        and depth > precision
+        and (not declared or components >= declared)
+    ):
+        return Quarantined(
+            "colorspace_mismatch",
+            f"the JPEG's samples are of {precision} bits; its declared /BitsPerComponent "
+            f"{depth} takes more than it holds",
         )
     if declared and components < declared:
         return Quarantined(

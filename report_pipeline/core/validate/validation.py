@@ -156,6 +156,9 @@ def decode_file_image(raw: bytes, ref: ImageRef, limits: Limits) -> Image.Image:
     return image
 
 
+_PDF_WHITESPACE = b"\x00\t\n\x0c\r "
+
+
 def check_flate_complete(raw: bytes, expected: int) -> None:
     """Inflate in 1 MiB pieces that are thrown away (bounded memory); insist on `expected` bytes.
     A wrong Adler-32 after the data is no fault, as MuPDF ignores it (`prefix.inflaters`)."""
@@ -173,6 +176,14 @@ def check_flate_complete(raw: bytes, expected: int) -> None:
                 continue
             raise Quarantined("undecodable", f"flate stream is corrupt: {exc}") from None
         break
+    # not cut off: its zlib stream ends, and more follows the end than whitespace and the four
+    # bytes of an Adler-32 a raw inflater leaves (a second zlib stream takes at least eight)
+    if got < expected and inflater.eof and len(inflater.unused_data.strip(_PDF_WHITESPACE)) > 4:
+        raise Quarantined(
+            "undecodable",
+            f"flate stream ends after {got} of {expected} bytes, and "
+            f"{len(inflater.unused_data)} bytes follow its end (not one zlib stream)",
+        )
     if got < expected:
         raise Quarantined("truncated", f"flate stream gives {got} of {expected} bytes")
 
