@@ -53,7 +53,8 @@ def to_image(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces | None = 
         alpha = Image.frombytes("L", (pix.width, pix.height), samples)
         if alpha.getextrema() == (255, 255):  # keys that match no sample: opaque, as before
             alpha = None
-        pix = pymupdf.Pixmap(pix, 0)
+        if alpha is None or defaults is None or pix.colorspace is None:
+            pix = pymupdf.Pixmap(pix, 0)  # under defaults, a real alpha is kept: _through
     space = pix.colorspace
     if defaults is not None and space is not None:
         image = _through(pix, defaults)
@@ -71,16 +72,20 @@ def to_image(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces | None = 
 
 
 def _through(pix: pymupdf.Pixmap, defaults: mupdf.FzDefaultColorspaces) -> Image.Image:
-    """`pix` (no alpha) in sRGB as MuPDF's draw device converts it under `defaults`; L when it
-    had one component and every pixel came out neutral."""
+    """`pix` in sRGB as MuPDF's draw device converts it under `defaults`; L when it had one
+    component and every pixel came out neutral. An alpha that makes pixels transparent (a
+    colour key's) is kept through the conversion, as the page shows it: out of the profile's
+    gamut, LittleCMS clips the colour otherwise with it (measured: up to 8 levels); an alpha
+    that is opaque everywhere (an inline image's) is not, as the page shows it."""
     params = mupdf.FzColorParams()  # MuPDF's defaults, as a page's graphics state starts
     out = mupdf.fz_convert_pixmap(
-        pix.this, mupdf.fz_device_rgb(), mupdf.FzColorspace(), defaults, params, 0
+        pix.this, mupdf.fz_device_rgb(), mupdf.FzColorspace(), defaults, params, pix.alpha
     )
     size, stride = (out.w(), out.h()), out.stride()
     data = bytes(mupdf.fz_pixmap_samples_memoryview(out))
-    image = Image.frombytes("RGB", size, data, "raw", "RGB", stride)
-    if pix.n == 1:
+    raw = "RGBA" if pix.alpha else "RGB"
+    image = Image.frombytes(raw, size, data, "raw", raw, stride).convert("RGB")
+    if pix.colorspace.n == 1:
         red, green, blue = image.split()
         if (
             not ImageChops.difference(red, green).getbbox()
