@@ -50,3 +50,70 @@ def test_a_colour_keyed_image_under_a_default_is_converted_as_the_page_draws_it(
     over_white = Image.new("RGB", archived.size, (255, 255, 255))
     over_white.paste(archived.convert("RGB"), mask=archived.getchannel("A"))
     assert np.abs(np.asarray(over_white, int) - rendered).max() <= 1
+
+
+GRAY_2X2 = stream(b"/Type/XObject/Subtype/Image/Width 2/Height 2/ColorSpace/DeviceGray"
+                  b"/BitsPerComponent 8", b"\x10\x60\xa0\xf0")  # fmt: skip
+
+
+def _report(tmp_path, pdf: bytes):
+    path = tmp_path / "crafted.pdf"
+    path.write_bytes(pdf)
+    store = LocalStore(tmp_path / "store")
+    return path, run_report(store, path, PipelineSettings(tmp_path / "work"), "inbox", "2026-10")
+
+
+def _mupdf_raises(path) -> str:
+    with pymupdf.open(path) as doc, pytest.raises(pymupdf.mupdf.FzErrorBase) as raised:
+        doc[0].get_pixmap()
+    return str(raised.value)
+
+
+def _cycle(twice: bool) -> bytes:
+    """A pattern whose cell draws the image, then paints itself (twice: a tree of cells)."""
+    built = Objects()
+    drawn = built.add(GRAY_2X2)
+    number = len(built.bodies) + 1
+    fills = b"0 0 10 10 re f " * (2 if twice else 1)
+    built.add(stream(b"/PatternType 1/PaintType 1/TilingType 1/BBox[0 0 10 10]/XStep 10"
+                     b"/YStep 10/Resources<</Pattern<</P %d 0 R>>/XObject<</I %d 0 R>>>>"
+                     % (number, drawn), b"q 10 0 0 10 0 0 cm /I Do Q /Pattern cs /P scn "
+                     + fills))  # fmt: skip
+    built.page(b"<</Pattern<</P %d 0 R>>>>" % number, b"/Pattern cs /P scn 0 0 10 10 re f")
+    return built.pdf()
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_pattern_painted_inside_its_own_cell_damages_its_page(tmp_path, twice):
+    """MuPDF's renderer paints the pattern again and again until its exception stack runs out
+    and the page fails; the walk skipped the cycle, as it skips a form's, and said the page
+    complete (painted twice a cell, following it refused the whole report: too_many_images)."""
+    path, manifest = _report(tmp_path, _cycle(twice))
+    assert "exception stack overflow" in _mupdf_raises(path)
+    (page,) = manifest.pages
+    assert page.state == "damaged"
+    (broke,) = page.breaks
+    assert broke.reason == "stream_too_deep" and "inside its own cell" in broke.what
+    assert broke.drawn == 1  # the outer cell's image, drawn before the cycle
+
+
+def test_an_image_whose_jbig2_globals_mupdf_cannot_decode_ends_the_page_there(tmp_path):
+    """MuPDF decodes an image's /JBIG2Globals when it loads the image and raises out of the
+    page's run when it cannot: the image after it is never drawn. The walk recorded both
+    images and the JBIG2 one, and said the page complete."""
+    built = Objects()
+    drawn = built.add(GRAY_2X2)
+    globals_ = built.add(stream(b"", bytes(20)))
+    jbig2 = built.add(stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace"
+                             b"/DeviceGray/BitsPerComponent 1/Filter/JBIG2Decode/DecodeParms"
+                             b"<</JBIG2Globals %d 0 R>>" % globals_, b"\x97\x4aJB"))  # fmt: skip
+    built.page(
+        b"<</XObject<</I %d 0 R/J %d 0 R>>>>" % (drawn, jbig2),
+        b"q 9 0 0 9 0 0 cm /I Do Q q 9 0 0 9 20 0 cm /J Do Q q 9 0 0 9 40 0 cm /I Do Q",
+    )
+    path, manifest = _report(tmp_path, built.pdf())
+    assert "cannot decode jbig2 globals" in _mupdf_raises(path)
+    (page,) = manifest.pages
+    assert page.state == "damaged" and len(manifest.children) == 1
+    (broke,) = page.breaks
+    assert broke.reason == "stream_unreadable" and "JBIG2 globals" in broke.what

@@ -22,7 +22,9 @@ A stream nested deeper than the walk follows (`drawn.MAX_NESTING`: a form, patte
 or glyph inside 24 others) is not run (`stream_too_deep`): MuPDF's renderer draws deeper (about
 60 forms or patterns deep, where its exception stack runs out and the whole page fails), so what
 it draws is unknown and its page is damaged like one whose stream broke off. The walk goes on
-after it, as after a broken stream; it is said once per stream object on a page.
+after it, as after a broken stream; it is said once per stream object on a page. So is a
+pattern painted inside its own cell (`cycle`): MuPDF's renderer nests it until its exception
+stack runs out; the walk does not run it again.
 """
 
 from __future__ import annotations
@@ -95,6 +97,21 @@ class Streams:
         where = f"{label([path[0], '...', kind], [stream])}, {len(path) + 1} deep"
         what = (f"it is nested deeper than {len(path)} forms, patterns or glyphs: the walk "
                 "does not follow it, so what it draws is unknown")  # fmt: skip
+        self.runs.append(_Run(where, [stream], drawn, "", "", Break(TOO_DEEP, where, what, drawn)))
+
+    def cycle(self, number: int, path: list[str], stream: mupdf.PdfObj, drawn: int) -> None:
+        """Pattern `stream` (object `number`) is painted inside its own cell, `path` deep: MuPDF's
+        renderer runs it again and again until its exception stack runs out and the whole page
+        fails, so what the page shows is unknown; the walk does not run it again. Said once per
+        pattern object on a page, like a stream too deep."""
+        if number in self.deep:
+            return
+        self.deep.add(number)
+        where = f"{label([path[0], '...', 'pattern'], [stream])}, {len(path) + 1} deep"
+        what = (
+            "a pattern painted inside its own cell: MuPDF's renderer paints it again until "
+            "its exception stack runs out and the page fails, so what it draws is unknown"
+        )
         self.runs.append(_Run(where, [stream], drawn, "", "", Break(TOO_DEEP, where, what, drawn)))
 
     def broken_here(

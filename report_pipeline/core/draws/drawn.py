@@ -100,6 +100,7 @@ class DrawFinder(
         self.gpeak = self.gtop  # the deepest they went in the run being kept (`replays`)
         self.gstate_top = GSTATE_TOP
         self.aborted = False  # MuPDF's renderer stops drawing the page here (GSTATE_TOP)
+        self.jbig2_globals: dict[int, bool] = {}  # whether MuPDF decodes each (`xobjects`)
         self.current: list[list[mupdf.PdfObj]] = []  # the streams running, innermost last
         # the default colour spaces in effect (MuPDF's renderer's), set for the page
         self.colour: colour_defaults.InEffect | None = None
@@ -188,7 +189,11 @@ class DrawFinder(
         or by reference) draws nothing: MuPDF fails to open it and goes on with the next
         operator, having lost nothing it could draw."""
         number = mupdf.pdf_to_num(stream)
-        if self.overflow or self.stopped or self.aborted or (number and number in self.active):
+        if self.overflow or self.stopped or self.aborted:
+            return
+        if number and number in self.active:  # a form met inside itself: skipped, as MuPDF
+            if kind == "pattern":  # skips it; a pattern: MuPDF paints it again and again
+                self.streams.cycle(number, self.path, stream, len(self.draws))  # (`breaks`)
             return
         if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return

@@ -14,8 +14,8 @@ The key is everything a run reads (`drawn.DrawFinder.run` gives it a graphics st
   those around it, where a name its own lack is found (`drawn.DrawFinder._lookup`);
 - the paint it runs with: the other material's pattern, the text rendering mode (a glyph's is
   always fresh);
-- the streams being run (`active`: one met again is a cycle, skipped) and the depth (`path`:
-  the nesting limit);
+- the streams being run (`active`: one met again is a cycle, skipped; a pattern's damages the
+  page) and the depth (`path`: the nesting limit);
 - the visibility it starts in (marked content off, an XObject's /OC; optional content itself is
   the document's, the same all walk);
 - the text state: the font it starts with (text without `Tf` uses it), the one a pattern

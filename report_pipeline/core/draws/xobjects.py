@@ -33,8 +33,37 @@ class XObjects:
             mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_SMask, mupdf.PDF_ENUM_NAME_Mask)
         )
         stencil = mupdf.pdf_dict_get_bool(obj, mupdf.PDF_ENUM_NAME_ImageMask)
+        if not self.jbig2_globals_load(obj):  # MuPDF raises out of the page loading it
+            self.abort_page("MuPDF stops drawing the page at an image whose JBIG2 globals it "
+                            "cannot decode")  # fmt: skip
+            return
         with self.hidden_as(self.hidden_with(obj)):
             self._image("xobject", mupdf.pdf_to_num(obj), None, own_mask, stencil)
+
+    def jbig2_globals_load(self, obj: mupdf.PdfObj) -> bool:
+        """Whether MuPDF loads the /JBIG2Globals of image `obj` (True when it has none): when
+        loading the image, MuPDF decodes them (`pdf_load_jbig2_globals`), and one it cannot
+        decode raises out of the page's run, so nothing from there on is drawn. Each globals
+        stream is decoded once a walk."""
+        filters = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Filter)
+        parms = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_DecodeParms)
+        if mupdf.pdf_is_array(filters):  # the image codec is the last filter
+            last = mupdf.pdf_array_len(filters) - 1
+            filters = mupdf.pdf_array_get(filters, last)
+            parms = mupdf.pdf_array_get(parms, last) if mupdf.pdf_is_array(parms) else parms
+        if mupdf.pdf_to_name(filters) != "JBIG2Decode":
+            return True
+        found = mupdf.pdf_dict_get(parms, mupdf.PDF_ENUM_NAME_JBIG2Globals)
+        if not mupdf.pdf_is_stream(found):
+            return True
+        number = mupdf.pdf_to_num(found)
+        if number not in self.jbig2_globals:
+            try:
+                mupdf.fz_load_jbig2_globals(mupdf.pdf_load_stream(found))
+                self.jbig2_globals[number] = True
+            except mupdf.FzErrorBase:
+                self.jbig2_globals[number] = False
+        return self.jbig2_globals[number]
 
     @guarded
     def op_BI(self, ctx, image, colorspace_name) -> None:
