@@ -69,32 +69,59 @@ def _mupdf_raises(path) -> str:
     return str(raised.value)
 
 
-def _cycle(twice: bool) -> bytes:
-    """A pattern whose cell draws the image, then paints itself (twice: a tree of cells)."""
-    built = Objects()
-    drawn = built.add(GRAY_2X2)
+def _cycle(where: str) -> bytes:
+    """A pattern whose cell draws image I, then paints itself (`twice`: a tree of cells), painted
+    on the page (`where`: in a soft mask's group, in optional content that is off); image J is
+    drawn after it."""
+    built = Objects(b"/OCProperties<</OCGs[3 0 R]/D<</OFF[3 0 R]>>>>")
+    built.add(b"<</Type/OCG/Name(off)>>")
+    drawn, after = built.add(GRAY_2X2), built.add(GRAY_2X2.replace(b"\x10", b"\x11"))
     number = len(built.bodies) + 1
-    fills = b"0 0 10 10 re f " * (2 if twice else 1)
+    fills = b"0 0 10 10 re f " * (2 if where == "twice" else 1)
     built.add(stream(b"/PatternType 1/PaintType 1/TilingType 1/BBox[0 0 10 10]/XStep 10"
                      b"/YStep 10/Resources<</Pattern<</P %d 0 R>>/XObject<</I %d 0 R>>>>"
                      % (number, drawn), b"q 10 0 0 10 0 0 cm /I Do Q /Pattern cs /P scn "
                      + fills))  # fmt: skip
-    built.page(b"<</Pattern<</P %d 0 R>>>>" % number, b"/Pattern cs /P scn 0 0 10 10 re f")
+    paint = b"/Pattern cs /P scn 0 0 10 10 re f"
+    group = built.add(stream(b"/Subtype/Form/BBox[0 0 200 200]/Group<</S/Transparency"
+                             b"/CS/DeviceGray>>/Resources<</Pattern<</P %d 0 R>>>>" % number,
+                             paint))  # fmt: skip
+    ops = {"softmask": b"q /S gs 0 0 50 50 re f Q", "hidden": b"/OC /O BDC " + paint + b" EMC"}
+    built.page(b"<</Pattern<</P %d 0 R>>/XObject<</J %d 0 R>>/Properties<</O 3 0 R>>"
+               b"/ExtGState<</S<</SMask<</S/Luminosity/G %d 0 R>>>>>>>>" % (number, after, group),
+               ops.get(where, paint) + b" q 10 0 0 10 100 100 cm /J Do Q")  # fmt: skip
     return built.pdf()
 
 
-@pytest.mark.parametrize("twice", [False, True])
-def test_a_pattern_painted_inside_its_own_cell_damages_its_page(tmp_path, twice):
+@pytest.mark.parametrize("where", ["once", "twice"])
+def test_a_pattern_painted_inside_its_own_cell_ends_its_page_there(tmp_path, where):
     """MuPDF's renderer paints the pattern again and again until its exception stack runs out
-    and the page fails; the walk skipped the cycle, as it skips a form's, and said the page
-    complete (painted twice a cell, following it refused the whole report: too_many_images)."""
-    path, manifest = _report(tmp_path, _cycle(twice))
+    and raises out of the page: image J after it is never drawn. The walk skipped the cycle, as
+    it skips a form's, said the page complete and recorded J (painted twice a cell, following
+    it refused the whole report: too_many_images)."""
+    path, manifest = _report(tmp_path, _cycle(where))
     assert "exception stack overflow" in _mupdf_raises(path)
     (page,) = manifest.pages
-    assert page.state == "damaged"
+    assert page.state == "damaged" and len(manifest.children) == 1  # the outer cell's image
     (broke,) = page.breaks
-    assert broke.reason == "stream_too_deep" and "inside its own cell" in broke.what
-    assert broke.drawn == 1  # the outer cell's image, drawn before the cycle
+    assert broke.reason == "stream_unreadable" and "inside its own cell" in broke.what
+
+
+def test_a_pattern_cycle_in_a_soft_mask_is_caught_there_and_hidden_is_not_run(tmp_path):
+    """A soft mask's group catches the error (MuPDF draws the page on, J included, after the
+    cells it ran: how many depends on its exception stack): the page is damaged, J recorded.
+    In optional content that is off MuPDF paints nothing: the page is whole."""
+    path, manifest = _report(tmp_path, _cycle("softmask"))
+    with pymupdf.open(path) as doc:
+        doc[0].get_pixmap()  # no error
+    (page,) = manifest.pages
+    assert page.state == "damaged" and page.breaks[0].reason == "stream_too_deep"
+    assert [child.state for child in manifest.children] == ["archived"] * 2
+    (tmp_path / "hidden").mkdir()
+    path, manifest = _report(tmp_path / "hidden", _cycle("hidden"))
+    (page,) = manifest.pages
+    assert page.state == "complete"
+    assert sorted(child.state for child in manifest.children) == ["archived", "hidden"]
 
 
 def test_an_image_whose_jbig2_globals_mupdf_cannot_decode_ends_the_page_there(tmp_path):

@@ -23,8 +23,9 @@ or glyph inside 24 others) is not run (`stream_too_deep`): MuPDF's renderer draw
 60 forms or patterns deep, where its exception stack runs out and the whole page fails), so what
 it draws is unknown and its page is damaged like one whose stream broke off. The walk goes on
 after it, as after a broken stream; it is said once per stream object on a page. So is a
-pattern painted inside its own cell (`cycle`): MuPDF's renderer nests it until its exception
-stack runs out; the walk does not run it again.
+pattern painted inside its own cell in a soft mask's group or a Type3 glyph (`cycle`): MuPDF's
+renderer nests it until its exception stack runs out, and they catch the error (elsewhere it
+raises out of the page: `drawn.DrawFinder.pattern_cycle`); the walk does not run it again.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ class DrawFinder(
             return
         if number and number in self.active:  # a form met inside itself: skipped, as MuPDF
             if kind == "pattern":  # skips it; a pattern: MuPDF paints it again and again
-                self.streams.cycle(number, self.path, stream, len(self.draws))  # (`breaks`)
+                self.pattern_cycle(number, stream)
             return
         if not mupdf.pdf_is_stream(stream):  # a dictionary without content: MuPDF runs nothing
             return
@@ -263,6 +263,20 @@ class DrawFinder(
             (self.paint, self.saved_paints, self.text, self.text_draws, self.font, self.fonted,
              self.saved_fonts, self.base, self.text_base, self.gbase, self.clips,
              self.saved_clips, self.clipping, self.colour) = outer  # fmt: skip
+
+    def pattern_cycle(self, number: int, stream: mupdf.PdfObj) -> None:
+        """Pattern `stream` is painted inside its own cell: MuPDF's renderer runs it again until
+        its exception stack runs out. A soft mask's group or a Type3 glyph catches that error
+        (what it drew is unknown: `breaks.Streams.cycle`, the walk goes on); anywhere else it
+        raises out of the page, and nothing after it is drawn. Hidden (optional content off),
+        MuPDF paints nothing, and the cycle is skipped as a form's."""
+        if self.hidden:
+            return
+        if "softmask" in self.path or "type3" in self.path:
+            self.streams.cycle(number, self.path, stream, len(self.draws))
+        else:
+            self.abort_page("MuPDF stops drawing the page at it: a pattern painted inside its "
+                            "own cell, which it paints again until its exception stack runs out")
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
