@@ -275,8 +275,10 @@ class DrawFinder(
         if "softmask" in self.path or "type3" in self.path:
             self.streams.cycle(number, self.path, stream, len(self.draws))
         else:
-            self.abort_page("MuPDF stops drawing the page at it: a pattern painted inside its "
-                            "own cell, which it paints again until its exception stack runs out")
+            self.abort_page(
+                "MuPDF stops drawing the page at it: a pattern painted inside its "
+                "own cell, which it paints again until its exception stack runs out"
+            )
 
     def invoke(self) -> bool:
         """Count one more stream run (a form, pattern, glyph procedure or annotation); False,
