@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from fixtures import _icc
-from fixtures._objects import Objects, stream
+from fixtures._objects import Objects, classic_pdf, stream
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.storage.local_store import LocalStore
@@ -144,3 +144,31 @@ def test_an_image_whose_jbig2_globals_mupdf_cannot_decode_ends_the_page_there(tm
     assert page.state == "damaged" and len(manifest.children) == 1
     (broke,) = page.breaks
     assert broke.reason == "stream_unreadable" and "JBIG2 globals" in broke.what
+
+
+def test_a_page_that_is_a_direct_object_is_drawn_under_its_own_defaults(tmp_path):
+    """A page written straight into its parent's /Kids (no object of its own) with an ICC
+    /DefaultRGB: MuPDF draws its image through it. The decoder looked for the page's /Resources
+    in the object holding it, the page tree node, whose own /DefaultRGB is /DeviceRGB, and
+    archived the device values (112 levels off the page here)."""
+    built = Objects()
+    icc = built.add(stream(b"/N 3", _icc.rgb_profile()))
+    drawn = built.add(stream(b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace"
+                             b"/DeviceRGB/BitsPerComponent 8", RGB))  # fmt: skip
+    content = built.add(stream(b"", b"q 8 0 0 8 0 0 cm /I Do Q"))
+    built.pdf()
+    built.bodies[1] = (b"<</Type/Pages/Count 1/Resources<</ColorSpace<</DefaultRGB/DeviceRGB>>>>"
+                       b"/Kids[<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]/Contents %d 0 R"
+                       b"/Resources<</ColorSpace<</DefaultRGB[/ICCBased %d 0 R]>>/XObject"
+                       b"<</I %d 0 R>>>>>>]>>" % (content, icc, drawn))  # fmt: skip
+    path, manifest = _report(tmp_path, classic_pdf(built.bodies))
+    (child,) = manifest.children
+    archived = Image.open(
+        io.BytesIO(LocalStore(tmp_path / "store").get_bytes(child.object_key, 1 << 24))
+    )
+    with pymupdf.open(path) as doc:
+        pix = doc[0].get_pixmap(clip=pymupdf.Rect(0, 200 - SIDE, SIDE, 200))
+    rendered = np.frombuffer(pix.samples, np.uint8).reshape(SIDE, SIDE, pix.n)[..., :3].astype(int)
+    device = np.frombuffer(RGB, np.uint8).reshape(SIDE, SIDE, 3).astype(int)
+    assert np.abs(device - rendered).max() > 20  # the default changes what the page shows
+    assert np.abs(np.asarray(archived.convert("RGB"), int) - rendered).max() <= 1

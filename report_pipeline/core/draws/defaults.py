@@ -23,7 +23,8 @@ The walk (core/draws/drawn.py) follows MuPDF's own objects: at each update it as
 (`pdf_update_default_colorspaces`) and sees which of the three it replaced. A draw keeps, per
 device space, where the default in effect comes from: the resources dictionary whose /ColorSpace
 names it, as `spec` ("" when none is named anywhere; else "g,r,c": an object number N that is the
-dictionary, -N for the /Resources entry of object N, 0 for none; led by "!" inside a Type3 glyph
+dictionary, -N for the /Resources entry of object N, pI for the /Resources of page index I (a
+page that is a direct object in /Kids), 0 for none; led by "!" inside a Type3 glyph
 or a soft mask's group of a document that has an output intent: it does not apply there). The
 decoder loads them again (core/validate/
 defaults.py `loaded`) and converts the image's samples with them (`normalize.to_image`), as the
@@ -57,7 +58,7 @@ class InEffect:
     """The defaults in effect (MuPDF's object) and where each came from (`spec`'s numbers)."""
 
     defaults: mupdf.FzDefaultColorspaces = field(compare=False)
-    where: tuple[int, int, int] = (0, 0, 0)
+    where: tuple[int | str, ...] = (0, 0, 0)
     intent: bool = True  # the output intent applies (not inside a Type3 glyph)
     has_intent: bool = False  # the document has one (MuPDF loaded it for the page)
     frozen: bool = False  # inside a soft mask's group: nothing changes them
@@ -90,12 +91,26 @@ def page_defaults(pdf_page: mupdf.PdfPage) -> InEffect:
     try:
         resources = mupdf.pdf_page_resources(pdf_page)
         named = mupdf.pdf_update_default_colorspaces(fresh, resources)
-        where = _changed((0, 0, 0), fresh, named, address(resources))
+        at = address(resources)
+        if not _found_at(pdf_page.doc(), at, resources):  # a page or node that is no object
+            at = f"p{pdf_page.m_internal.super.number}"
+        where = _changed((0, 0, 0), fresh, named, at)
         loaded = mupdf.pdf_load_default_colorspaces(pdf_page.doc(), pdf_page)
         oi = mupdf.ll_fz_default_output_intent(loaded.m_internal) is not None
         return InEffect(loaded, where, has_intent=oi)
     except mupdf.FzErrorBase:  # (an output intent MuPDF cannot load): the device spaces
         return InEffect(fresh)
+
+
+def _found_at(doc: mupdf.PdfDocument, at: int, resources: mupdf.PdfObj) -> bool:
+    """Whether `address` finds `resources` again: not when they are written in a page (or page
+    tree node) that is itself a direct object in its parent's /Kids, whose /Resources are not
+    those; the decoder then looks the page up by its index ("p" and the index)."""
+    if at >= 0:
+        return at > 0
+    holder = mupdf.pdf_load_object(doc, -at)
+    found = mupdf.pdf_dict_get(holder, mupdf.PDF_ENUM_NAME_Resources)
+    return found.m_internal is not None and mupdf.pdf_objcmp(found, resources) == 0
 
 
 def updated(current: InEffect, resources: mupdf.PdfObj | None) -> InEffect:
@@ -109,6 +124,6 @@ def updated(current: InEffect, resources: mupdf.PdfObj | None) -> InEffect:
     return InEffect(new, where, current.intent, current.has_intent)
 
 
-def _changed(where, old, new, at: int) -> tuple[int, int, int]:
+def _changed(where, old, new, at: int | str) -> tuple[int | str, ...]:
     pairs = zip(where, pointers(old), pointers(new), strict=True)
     return tuple(at if a != b else w for w, a, b in pairs)

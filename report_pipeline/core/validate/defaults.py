@@ -93,18 +93,30 @@ def _converts_otherwise(k: int, defaults: mupdf.FzDefaultColorspaces) -> bool:
     )
 
 
-def _parse(spec: str) -> tuple[int, int, int]:
+def _parse(spec: str) -> tuple[int | str, ...]:
     try:
-        where = tuple(int(part) for part in spec.split(",")) if spec else (0, 0, 0)
+        where = tuple(_part(part) for part in spec.split(",")) if spec else (0, 0, 0)
     except ValueError:
         return 0, 0, 0
     return where if len(where) == 3 else (0, 0, 0)
 
 
-def _named(pdf: mupdf.PdfDocument, at: int, k: int, notes: list[str]) -> mupdf.FzColorspace | None:
+def _part(part: str) -> int | str:
+    """An object's number (`int`), or "pI": page index I (core/draws/defaults.py `_found_at`)."""
+    if part.startswith("p") and part[1:].isdigit():
+        return part
+    return int(part)
+
+
+def _named(
+    pdf: mupdf.PdfDocument, at: int | str, k: int, notes: list[str]
+) -> mupdf.FzColorspace | None:
     """Default `KINDS[k]` of the resources at `at` (`address`), loaded as MuPDF loads it."""
     try:
-        if at > 0:
+        if isinstance(at, str):  # a page that is a direct object: found by its index
+            page = mupdf.pdf_lookup_page_obj(pdf, int(at[1:]))
+            resources = mupdf.pdf_dict_get_inheritable(page, mupdf.PDF_ENUM_NAME_Resources)
+        elif at > 0:
             resources = mupdf.pdf_load_object(pdf, at)
         else:
             resources = mupdf.pdf_dict_get(mupdf.pdf_load_object(pdf, -at),
