@@ -172,3 +172,33 @@ def test_a_page_that_is_a_direct_object_is_drawn_under_its_own_defaults(tmp_path
     device = np.frombuffer(RGB, np.uint8).reshape(SIDE, SIDE, 3).astype(int)
     assert np.abs(device - rendered).max() > 20  # the default changes what the page shows
     assert np.abs(np.asarray(archived.convert("RGB"), int) - rendered).max() <= 1
+
+
+@pytest.mark.parametrize("where", ["own_oc", "noview_annotation"])
+def test_a_jbig2_image_mupdf_never_loads_leaves_its_page_whole(tmp_path, where):
+    """An image whose own /OC is off, or in the appearance of a NoView annotation: MuPDF never
+    loads it (no error, the image after it drawn), so the page is whole."""
+    built = Objects(b"/OCProperties<</OCGs[3 0 R]/D<</OFF[3 0 R]>>>>")
+    built.add(b"<</Type/OCG/Name(off)>>")
+    drawn = built.add(GRAY_2X2)
+    globals_ = built.add(stream(b"", bytes(20)))
+    own = b"/OC 3 0 R" if where == "own_oc" else b""
+    head = (
+        b"/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"
+        b"/BitsPerComponent 1/Filter/JBIG2Decode/DecodeParms<</JBIG2Globals %d 0 R>>%s"
+    )
+    jbig2 = built.add(stream(head % (globals_, own), b"\x97\x4aJB"))
+    look = built.add(stream(b"/Subtype/Form/BBox[0 0 9 9]/Resources<</XObject<</J %d 0 R>>>>"
+                            % jbig2, b"q 9 0 0 9 0 0 cm /J Do Q"))  # fmt: skip
+    note = built.add(b"<</Type/Annot/Subtype/Square/Rect[50 50 59 59]/F 32/AP<</N %d 0 R>>>>"
+                     % look)  # fmt: skip
+    shows = b"q 9 0 0 9 20 0 cm /J Do Q " if where == "own_oc" else b""
+    built.page(b"<</XObject<</I %d 0 R/J %d 0 R>>>>" % (drawn, jbig2),
+               shows + b"q 9 0 0 9 40 0 cm /I Do Q",
+               b"" if where == "own_oc" else b"/Annots[%d 0 R]" % note)  # fmt: skip
+    path, manifest = _report(tmp_path, built.pdf())
+    with pymupdf.open(path) as doc:
+        doc[0].get_pixmap()  # no error
+    (page,) = manifest.pages
+    assert page.state == "complete"
+    assert sorted(child.state for child in manifest.children) == ["archived", "hidden"]

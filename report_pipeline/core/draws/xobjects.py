@@ -33,18 +33,26 @@ class XObjects:
             mupdf.pdf_dict_geta(obj, mupdf.PDF_ENUM_NAME_SMask, mupdf.PDF_ENUM_NAME_Mask)
         )
         stencil = mupdf.pdf_dict_get_bool(obj, mupdf.PDF_ENUM_NAME_ImageMask)
-        if not self.jbig2_globals_load(obj):  # MuPDF raises out of the page loading it
+        if self.jbig2_globals_fail(obj):  # MuPDF raises out of the page loading it
             self.abort_page("MuPDF stops drawing the page at an image whose JBIG2 globals it "
                             "cannot decode")  # fmt: skip
             return
         with self.hidden_as(self.hidden_with(obj)):
             self._image("xobject", mupdf.pdf_to_num(obj), None, own_mask, stencil)
 
-    def jbig2_globals_load(self, obj: mupdf.PdfObj) -> bool:
-        """Whether MuPDF loads the /JBIG2Globals of image `obj` (True when it has none): when
-        loading the image, MuPDF decodes them (`pdf_load_jbig2_globals`), and one it cannot
-        decode raises out of the page's run, so nothing from there on is drawn. Each globals
-        stream is decoded once a walk."""
+    def jbig2_globals_fail(self, obj: mupdf.PdfObj) -> bool:
+        """Whether MuPDF fails to load image `obj`'s /JBIG2Globals here: loading the image,
+        MuPDF decodes them (`pdf_load_jbig2_globals`), and globals it cannot decode raise out
+        of the page's run, so nothing from there on is drawn. It loads an image drawn in
+        marked content that is off, but not one whose own /OC is off, nor anything in a form
+        whose own /OC is off or in an annotation a viewer hides (it never runs them). Each
+        globals stream is decoded once a walk."""
+        if self.hiding or self.off(mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_OC)):
+            return False
+        return not self._jbig2_globals_load(obj)
+
+    def _jbig2_globals_load(self, obj: mupdf.PdfObj) -> bool:
+        """Whether MuPDF decodes image `obj`'s /JBIG2Globals (True when it has none)."""
         filters = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_Filter)
         parms = mupdf.pdf_dict_get(obj, mupdf.PDF_ENUM_NAME_DecodeParms)
         if mupdf.pdf_is_array(filters):  # the image codec is the last filter
