@@ -118,7 +118,7 @@ def publish(
     ref, now = staged.ref, utc_now()
     month, existing, inputs = together(
         store,
-        lambda: months.current(store, ref.month, besides=ref.revision),
+        lambda: months.current(store, ref.month, besides=ref.revision, report=ref.report_id),
         lambda: complete_manifest(store, ref),
         lambda: _inputs(store, staged, archived, missing_ok=True),
     )  # one wait for all three on S3; the inputs are wasted only on a rerun
