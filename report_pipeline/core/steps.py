@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from report_pipeline.core.archive import handover
 from report_pipeline.core.archive.months import current_for
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.decode.child import Decoded
@@ -206,14 +207,16 @@ def extract(
             outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
             # beside the last uploads: the step fails, and its retry writes both again, if any
             # of them fails; only a successful step's outcomes are ever read
-            store_json.write_outcomes(store, outcomes_key, records)
+            written = store_json.write_outcomes(store, outcomes_key, records)
     valid = sum(r.outcome.state == "validated" for r in records)
     quarantined = sum(r.outcome.state == "quarantined" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
-    return ExtractedTask(
+    extracted = ExtractedTask(
         task, outcomes_key, valid, quarantined, iso(started), lease.lease_until, peak,
         uploads.created, attempt,
     )  # fmt: skip
+    handover.hand_over(store, extracted, written)  # the archive step, if in this process
+    return extracted
 
 
 def _decode(
