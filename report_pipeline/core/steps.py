@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from report_pipeline.core.archive import handover
-from report_pipeline.core.archive.months import current_for
+from report_pipeline.core.archive.months import Held, held
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.decode.child import Decoded
 from report_pipeline.core.decode.pool import (
@@ -37,7 +37,6 @@ from report_pipeline.core.model.messages import (
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.records import OutcomeRecord, SourceFile
 from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
-from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.pdf.pages import Draws
 from report_pipeline.core.plan import walk
 from report_pipeline.core.plan.store import plan, read_draws
@@ -72,6 +71,7 @@ def stage(
     source_file: SourceFile | None = None,
     known: Callable[[StagedReport], None] = lambda _: None,
     claim: Callable[[StagedReport], object] = lambda _: None,
+    read_ahead: tuple[RevisionRef, Held] | None = None,
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.
 
@@ -81,6 +81,8 @@ def stage(
     month folder this is, as intake chose it; staging adds its pages, bytes and sha256.
     `known` is told the staged report once its pages are walked, before `claim`, which runs
     beside the writes of the draws and the plan (stage_decision.py: the run's claim).
+    `read_ahead`: what the month held of a revision, read while intake recorded the arrival
+    (`months.held`); read here unless it is of this revision.
 
     On S3 the work marker and then the staged source are written while the planning walk runs
     (its child works on the local copy): a report the walk refuses leaves its staged copy to
@@ -95,10 +97,9 @@ def stage(
         staged = StagedReport(
             ref, checked.pages, found.size, superseded, False, checked.facts, used
         )
-        held = together(  # one wait on S3; either answer means nothing is extracted again
-            store, lambda: current_for(store, ref), lambda: complete_manifest(store, ref)
-        )
-        if any(found is not None for found in held):
+        if read_ahead is None or read_ahead[0] != ref:
+            read_ahead = ref, held(store, ref)
+        if any(found is not None for found in read_ahead[1]):
             return replace(staged, reused=True), []  # the month holds it (publish says how)
 
         def upload() -> None:  # the marker before the material it covers

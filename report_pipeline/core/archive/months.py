@@ -131,6 +131,19 @@ def current_for(store: Store, ref: RevisionRef) -> Manifest | None:
     return manifest if manifest is not None and holds(manifest, ref) else None
 
 
+# (the month's current manifest when it holds the revision's report, the revision's own manifest
+# when it is complete): either one means nothing is extracted again
+Held = tuple[Manifest | None, Manifest | None]
+
+
+def held(store: Store, ref: RevisionRef) -> Held:
+    """What the month holds of `ref` already, both read side by side (one wait on S3)."""
+    now, own = together(
+        store, lambda: current_for(store, ref), lambda: store_json.complete_manifest(store, ref)
+    )
+    return now, own
+
+
 def holds(manifest: Manifest, ref: RevisionRef) -> bool:
     """`manifest` is `ref`'s report by `ref`'s extractor (`ref`'s revision, or a review's)."""
     same = (manifest.report_id, manifest.source_hash, manifest.extractor_version)
