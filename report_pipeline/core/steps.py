@@ -13,6 +13,7 @@ import resource
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from report_pipeline.core.archive import handover
@@ -39,7 +40,7 @@ from report_pipeline.core.model.records import OutcomeRecord, SourceFile
 from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
 from report_pipeline.core.pdf.pages import Draws
 from report_pipeline.core.plan import walk
-from report_pipeline.core.plan.store import plan, read_draws
+from report_pipeline.core.plan.store import draws_from, plan, read_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
 from report_pipeline.core.storage.parallel_io import BackgroundPuts, meanwhile, together
@@ -108,9 +109,10 @@ def stage(
 
         with meanwhile(store, upload):  # the staged source is in the store before the plan
             walked = _image_counts(found.path, checked.pages, settings)
-    known(staged)
-    tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
-                 walked.streams, walked.unread, walked.draws, (lambda: claim(staged),))  # fmt: skip
+        known(staged)
+        tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
+                     walked.streams, walked.unread, walked.draws, (lambda: claim(staged),),
+                     found.path)  # fmt: skip
     return staged, tasks
 
 
@@ -193,21 +195,30 @@ def extract(
     records: list[OutcomeRecord] = []
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
-        # Side by side on S3 (one wait, not three): the marker only has to precede this task's
-        # objects (a later deadline than staging's), and the two reads depend on nothing.
-        *_, planned = together(
-            store,
-            lambda: store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes),
-            lambda: mark_work(store, task.ref, settings),
-            lambda: read_draws(store, task.ref, task.first_page, task.last_page),
-        )
-        with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
+        # The marker only has to precede this task's objects (a later deadline than staging's).
+        # Staged in this process (handover.py): the source and draws are at hand, and the
+        # marker is written while decoding starts, before any upload. Else side by side on S3
+        # (one wait, not three): the marker and the two reads, which depend on nothing.
+        mark = None
+        if (handed := handover.take_plan(task)) is not None:
+            path.write_bytes(handed[0])
+            planned = draws_from(handed[1], task.first_page, task.last_page)
+            mark = partial(mark_work, store, task.ref, settings)
+        else:
+            *_, planned = together(
+                store,
+                lambda: store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes),
+                lambda: mark_work(store, task.ref, settings),
+                lambda: read_draws(store, task.ref, task.first_page, task.last_page),
+            )
+        with BackgroundPuts(store, first=mark) as uploads:  # S3: uploads overlap decoding
             for outcome, key, md5 in _decode(uploads, task, path, settings, planned, decoders):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
             records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
             outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
             # beside the last uploads: the step fails, and its retry writes both again, if any
             # of them fails; only a successful step's outcomes are ever read
+            uploads.first_done()  # the marker before the outcomes too
             written = store_json.write_outcomes(store, outcomes_key, records)
     valid = sum(r.outcome.state == "validated" for r in records)
     quarantined = sum(r.outcome.state == "quarantined" for r in records)

@@ -155,3 +155,32 @@ def test_the_archive_step_takes_the_outcomes_its_extraction_handed_over(s3, tmp_
     handover.hand_over(store, other, b"[]")  # another extraction's hand-over is not taken
     assert unstamped(record_children(store, extracted, 1)[1]) == unstamped(children)
     assert len([k for k in read if k.endswith("outcomes.json")]) == 2
+
+
+def test_an_extraction_staged_in_this_process_reads_back_neither_source_nor_draws(
+    s3, tmp_path, small_report
+):
+    """Staging hands the plan's source and draws over to its extractions in the same process
+    (core/archive/handover.py): extraction starts decoding at once, its work marker written
+    beside, and still before any object it uploads. Another plan's extraction reads them."""
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    sent: list[str] = []
+    s3.client.meta.events.register(
+        "before-send.s3", lambda request, **_: sent.append(f"{request.method} {request.url}")
+    )
+    settings = PipelineSettings(tmp_path / "work")
+    staged, tasks = stage(store, small_report, "inbox", "2026-10", 0, settings, "plain")
+    sent.clear()
+    extracted = extract(store, tasks[0], settings, "plain")
+    assert not [s for s in sent if s.startswith("GET")], sent
+    marker = next(i for i, s in enumerate(sent) if "/index/work/" in s)
+    objects = [i for i, s in enumerate(sent) if "/images/" in s or "/quarantine/" in s]
+    assert objects and marker < min(objects)
+    assert extracted.validated
+    handover.hand_over_plan(store, replace(tasks[0], queued_at="2000-01-01T00:00:00.000Z"),
+                            small_report, b"{}")  # fmt: skip
+    sent.clear()
+    again = extract(store, tasks[0], settings, "plain")  # another plan's are at hand: not taken
+    gets = [s for s in sent if s.startswith("GET")]
+    assert any(staged.ref.staged_key in s for s in gets), gets
+    assert (again.validated, again.quarantined) == (extracted.validated, extracted.quarantined)
