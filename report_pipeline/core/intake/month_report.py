@@ -102,7 +102,7 @@ def reader(
 def look(
     store: Store, month: str, entries: Sequence[Entry], listed: Sequence[str], read: Read,
     now_ns: int | None = None, ledger: Ledger | None = None,
-    beside: Callable[[Decision], object] = lambda _: None,
+    beside: Callable[[Decision], object] | None = None,
 ) -> Decision:  # fmt: skip
     """Decide the month's report and record what was read. If another writer recorded a content
     meanwhile, decide again on the merged ledger (nothing is read twice). `ledger`: the month's,
@@ -113,11 +113,14 @@ def look(
     for _ in range(_ROUNDS):
         decision = decide(ledger, entries, read, now_ns, listed)
         seen += decision.read
-        committed, _ = together(
-            store,
-            lambda base=ledger, made=decision: ledgers.commit(store, base, made.ledger),
-            lambda made=decision: beside(made),
-        )
+        if beside is None:
+            committed = ledgers.commit(store, ledger, decision.ledger)
+        else:
+            committed, _ = together(
+                store,
+                lambda base=ledger, made=decision: ledgers.commit(store, base, made.ledger),
+                lambda made=decision: beside(made),
+            )
         if committed.arrivals == decision.ledger.arrivals:
             return replace(decision, ledger=committed, read=seen)
         ledger = committed
