@@ -16,7 +16,6 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from report_pipeline.core.archive import handover
 from report_pipeline.core.archive.months import Held, held
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.decode.child import Decoded
@@ -26,7 +25,7 @@ from report_pipeline.core.decode.pool import (
     peak_child_rss_kib,
 )
 from report_pipeline.core.intake.intake import RefusedInput, identify
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import (
     ArchivedTask,

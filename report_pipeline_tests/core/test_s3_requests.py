@@ -13,9 +13,9 @@ from dataclasses import replace
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from report_pipeline.core.archive import handover
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.checks import month_checks
+from report_pipeline.core.model import handover
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.steps import extract, stage
@@ -136,7 +136,7 @@ def unstamped(children: list) -> list:
 
 
 def test_the_archive_step_takes_the_outcomes_its_extraction_handed_over(s3, tmp_path, small_report):
-    """In one process, archiving a task reads back no outcomes file (core/archive/handover.py):
+    """In one process, archiving a task reads back no outcomes file (core/model/handover.py):
     extraction hands its bytes over. Taken once: a retry of the archive step, or a result that
     is not exactly that extraction's, reads the file, and records the same children."""
     store = S3Store(s3.client, s3.bucket, prefix="pipeline")
@@ -161,7 +161,7 @@ def test_an_extraction_staged_in_this_process_reads_back_neither_source_nor_draw
     s3, tmp_path, small_report
 ):
     """Staging hands the plan's source and draws over to its extractions in the same process
-    (core/archive/handover.py): extraction starts decoding at once, its work marker written
+    (core/model/handover.py): extraction starts decoding at once, its work marker written
     beside, and still before any object it uploads. Another plan's extraction reads them."""
     store = S3Store(s3.client, s3.bucket, prefix="pipeline")
     sent: list[str] = []

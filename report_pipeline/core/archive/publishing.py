@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from report_pipeline.core.archive import handover, months, succession
 from report_pipeline.core.archive import manifest as mf
+from report_pipeline.core.archive import months, succession
 from report_pipeline.core.archive.carry import carried
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.model.messages import (
     ArchivedTask,
@@ -74,7 +74,7 @@ def record_children(
     already there, written once each by extraction to their content-addressed keys (an outcomes
     file from the older layout, images in work/, is refused: re-run the partition). Idempotent:
     a retry rewrites the same records. The outcomes are extraction's outcomes file, or what it
-    handed over in this process (core/archive/handover.py). The outcomes file is working
+    handed over in this process (core/model/handover.py). The outcomes file is working
     material, deleted with the rest of it once the manifest is complete (`publish`), or by the
     janitor."""
     task = extracted.task

@@ -12,8 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from report_pipeline.core.archive import handover
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import PageTask, RevisionRef
 from report_pipeline.core.model.records import PageStreams
@@ -45,7 +44,7 @@ def plan(
     draws are written beside it (a task whose draws are missing walks its pages again,
     `read_draws`); `alongside`: other calls made beside them (one wait on S3), all done when
     this returns. `source`: the staged source's local copy, handed over with the draws to the
-    plan's extractions when they run in this process (core/archive/handover.py)."""
+    plan's extractions when they run in this process (core/model/handover.py)."""
     queued_at = iso(utc_now())
     unread = unread or {}
     counts = [(images + unread.get(page, (0, 0))[0], pixels)
