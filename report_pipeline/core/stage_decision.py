@@ -110,7 +110,7 @@ def stage_for_run(
             staged, tasks = steps.stage(
                 store, path, chosen.source, asks.month, len(chosen.file.superseded), settings,
                 owner, asks.pages_per_task, asks.target_units, expected_hash=chosen.sha256,
-                source_file=chosen.file, known=on_revision, claim=claim,
+                source_file=chosen.file, known=on_revision, claim=claim, read_ahead=chosen.held,
             )  # fmt: skip
     if staged.reused:
         on_revision(staged)

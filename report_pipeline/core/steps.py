@@ -13,9 +13,10 @@ import resource
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
-from report_pipeline.core.archive.months import current_for
+from report_pipeline.core.archive.months import Held, held
 from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.decode.child import Decoded
 from report_pipeline.core.decode.pool import (
@@ -24,7 +25,7 @@ from report_pipeline.core.decode.pool import (
     peak_child_rss_kib,
 )
 from report_pipeline.core.intake.intake import RefusedInput, identify
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import (
     ArchivedTask,
@@ -36,10 +37,9 @@ from report_pipeline.core.model.messages import (
 from report_pipeline.core.model.outcome import ImageOutcome
 from report_pipeline.core.model.records import OutcomeRecord, SourceFile
 from report_pipeline.core.model.settings import PipelineSettings, TaskSizing
-from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.pdf.pages import Draws
 from report_pipeline.core.plan import walk
-from report_pipeline.core.plan.store import plan, read_draws
+from report_pipeline.core.plan.store import draws_from, plan, read_draws
 from report_pipeline.core.retention import deadlines
 from report_pipeline.core.scratch.workdir import lease_for, private_file, private_workdir
 from report_pipeline.core.storage.parallel_io import BackgroundPuts, meanwhile, together
@@ -71,6 +71,7 @@ def stage(
     source_file: SourceFile | None = None,
     known: Callable[[StagedReport], None] = lambda _: None,
     claim: Callable[[StagedReport], object] = lambda _: None,
+    read_ahead: tuple[RevisionRef, Held] | None = None,
 ) -> tuple[StagedReport, list[PageTask]]:  # fmt: skip
     """Stream the report into a private file with a byte cap, check it, stage it and plan it.
 
@@ -80,6 +81,8 @@ def stage(
     month folder this is, as intake chose it; staging adds its pages, bytes and sha256.
     `known` is told the staged report once its pages are walked, before `claim`, which runs
     beside the writes of the draws and the plan (stage_decision.py: the run's claim).
+    `read_ahead`: what the month held of a revision, read while intake recorded the arrival
+    (`months.held`); read here unless it is of this revision.
 
     On S3 the work marker and then the staged source are written while the planning walk runs
     (its child works on the local copy): a report the walk refuses leaves its staged copy to
@@ -94,10 +97,9 @@ def stage(
         staged = StagedReport(
             ref, checked.pages, found.size, superseded, False, checked.facts, used
         )
-        held = together(  # one wait on S3; either answer means nothing is extracted again
-            store, lambda: current_for(store, ref), lambda: complete_manifest(store, ref)
-        )
-        if any(found is not None for found in held):
+        if read_ahead is None or read_ahead[0] != ref:
+            read_ahead = ref, held(store, ref)
+        if any(found is not None for found in read_ahead[1]):
             return replace(staged, reused=True), []  # the month holds it (publish says how)
 
         def upload() -> None:  # the marker before the material it covers
@@ -106,9 +108,10 @@ def stage(
 
         with meanwhile(store, upload):  # the staged source is in the store before the plan
             walked = _image_counts(found.path, checked.pages, settings)
-    known(staged)
-    tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
-                 walked.streams, walked.unread, walked.draws, (lambda: claim(staged),))  # fmt: skip
+        known(staged)
+        tasks = plan(store, ref, walked.counts, pages_per_task, target_units, settings.decode,
+                     walked.streams, walked.unread, walked.draws, (lambda: claim(staged),),
+                     found.path)  # fmt: skip
     return staged, tasks
 
 
@@ -191,29 +194,40 @@ def extract(
     records: list[OutcomeRecord] = []
     with private_workdir(settings.work_root, lease) as workdir:
         path = private_file(workdir, ".pdf")
-        # Side by side on S3 (one wait, not three): the marker only has to precede this task's
-        # objects (a later deadline than staging's), and the two reads depend on nothing.
-        *_, planned = together(
-            store,
-            lambda: store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes),
-            lambda: mark_work(store, task.ref, settings),
-            lambda: read_draws(store, task.ref, task.first_page, task.last_page),
-        )
-        with BackgroundPuts(store) as uploads:  # S3: uploads overlap decoding; all done after
+        # The marker only has to precede this task's objects (a later deadline than staging's).
+        # Staged in this process (handover.py): the source and draws are at hand, and the
+        # marker is written while decoding starts, before any upload. Else side by side on S3
+        # (one wait, not three): the marker and the two reads, which depend on nothing.
+        mark = None
+        if (handed := handover.take_plan(task)) is not None:
+            path.write_bytes(handed[0])
+            planned = draws_from(handed[1], task.first_page, task.last_page)
+            mark = partial(mark_work, store, task.ref, settings)
+        else:
+            *_, planned = together(
+                store,
+                lambda: store.fetch(task.ref.staged_key, path, settings.limits.max_report_bytes),
+                lambda: mark_work(store, task.ref, settings),
+                lambda: read_draws(store, task.ref, task.first_page, task.last_page),
+            )
+        with BackgroundPuts(store, first=mark) as uploads:  # S3: uploads overlap decoding
             for outcome, key, md5 in _decode(uploads, task, path, settings, planned, decoders):
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
             records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
             outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
             # beside the last uploads: the step fails, and its retry writes both again, if any
             # of them fails; only a successful step's outcomes are ever read
-            store_json.write_outcomes(store, outcomes_key, records)
+            uploads.first_done()  # the marker before the outcomes too
+            written = store_json.write_outcomes(store, outcomes_key, records)
     valid = sum(r.outcome.state == "validated" for r in records)
     quarantined = sum(r.outcome.state == "quarantined" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
-    return ExtractedTask(
+    extracted = ExtractedTask(
         task, outcomes_key, valid, quarantined, iso(started), lease.lease_until, peak,
         uploads.created, attempt,
     )  # fmt: skip
+    handover.hand_over(store, extracted, written)  # the archive step, if in this process
+    return extracted
 
 
 def _decode(

@@ -142,3 +142,43 @@ def test_meanwhile_lets_the_blocks_failure_win_once_the_call_has_ended():
     with pytest.raises(ValueError, match="block"), parallel_io.meanwhile(Recorder(4), slow):
         raise ValueError("block")
     assert ended.is_set()  # nothing left running behind the caller
+
+
+def test_background_puts_upload_nothing_before_their_first_call_and_fail_with_it(tmp_path):
+    """`first` (extraction's work marker) runs beside the caller, and every upload waits for
+    it; its failure fails the uploads (and the block). On a store that does not benefit it is
+    called in place, before anything else."""
+    store, release, order = Recorder(4), threading.Event(), []
+
+    def marker() -> None:
+        assert release.wait(5)
+        order.append("marker")
+
+    with BackgroundPuts(store, first=marker) as uploads:
+        for n in range(6):
+            uploads.put_if_absent(f"archive/{n}.png", b"x")  # the caller is not held up
+        assert not store.put  # nothing uploaded while the marker is on its way
+        release.set()
+        uploads.first_done()
+        order.append("after")
+    assert order == ["marker", "after"] and len(store.put) == 6
+
+    def failing() -> None:
+        raise TransientStorageError("injected marker failure")
+
+    store = Recorder(4)
+    with (
+        pytest.raises(TransientStorageError, match="injected marker failure"),
+        BackgroundPuts(store, first=failing) as uploads,
+    ):
+        uploads.put_if_absent("archive/a.png", b"x")
+    assert not store.put
+    with (
+        pytest.raises(TransientStorageError, match="injected marker failure"),
+        BackgroundPuts(Recorder(4), first=failing),
+    ):
+        pass  # no upload at all: the block still fails with it
+    local, seen = LocalStore(tmp_path), []
+    with BackgroundPuts(local, first=lambda: seen.append("first")) as uploads:
+        assert seen == ["first"]
+        uploads.put_if_absent("archive/a.png", b"x")

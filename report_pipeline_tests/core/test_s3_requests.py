@@ -8,13 +8,17 @@ import base64
 import hashlib
 import zlib
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from report_pipeline.core.archive.publishing import record_children
 from report_pipeline.core.checks import month_checks
+from report_pipeline.core.model import handover
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
+from report_pipeline.core.steps import extract, stage
 from report_pipeline.core.storage import s3_store
 from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
@@ -125,3 +129,58 @@ def test_a_file_is_streamed_once_with_a_checksum_s3_checks(s3, tmp_path):
                                  ChecksumMode="ENABLED")  # fmt: skip
     crc = zlib.crc32(source.read_bytes()).to_bytes(4, "big")
     assert head["ChecksumCRC32"] == base64.b64encode(crc).decode()
+
+
+def unstamped(children: list) -> list:
+    return [replace(child, finished_at="") for child in children]  # when it was recorded
+
+
+def test_the_archive_step_takes_the_outcomes_its_extraction_handed_over(s3, tmp_path, small_report):
+    """In one process, archiving a task reads back no outcomes file (core/model/handover.py):
+    extraction hands its bytes over. Taken once: a retry of the archive step, or a result that
+    is not exactly that extraction's, reads the file, and records the same children."""
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    read: list[str] = []
+    s3.client.meta.events.register(
+        "before-parameter-build.s3.GetObject", lambda params, **_: read.append(params["Key"])
+    )
+    settings = PipelineSettings(tmp_path / "work")
+    _, tasks = stage(store, small_report, "inbox", "2026-10", 0, settings, "plain")
+    extracted = extract(store, tasks[0], settings, "plain")
+    read.clear()
+    _, children = record_children(store, extracted, 1)
+    assert not [k for k in read if k.endswith("outcomes.json")], read
+    assert unstamped(record_children(store, extracted, 1)[1]) == unstamped(children)  # a retry
+    other = replace(extracted, started_at="2000-01-01T00:00:00.000Z")
+    handover.hand_over(store, other, b"[]")  # another extraction's hand-over is not taken
+    assert unstamped(record_children(store, extracted, 1)[1]) == unstamped(children)
+    assert len([k for k in read if k.endswith("outcomes.json")]) == 2
+
+
+def test_an_extraction_staged_in_this_process_reads_back_neither_source_nor_draws(
+    s3, tmp_path, small_report
+):
+    """Staging hands the plan's source and draws over to its extractions in the same process
+    (core/model/handover.py): extraction starts decoding at once, its work marker written
+    beside, and still before any object it uploads. Another plan's extraction reads them."""
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    sent: list[str] = []
+    s3.client.meta.events.register(
+        "before-send.s3", lambda request, **_: sent.append(f"{request.method} {request.url}")
+    )
+    settings = PipelineSettings(tmp_path / "work")
+    staged, tasks = stage(store, small_report, "inbox", "2026-10", 0, settings, "plain")
+    sent.clear()
+    extracted = extract(store, tasks[0], settings, "plain")
+    assert not [s for s in sent if s.startswith("GET")], sent
+    marker = next(i for i, s in enumerate(sent) if "/index/work/" in s)
+    objects = [i for i, s in enumerate(sent) if "/images/" in s or "/quarantine/" in s]
+    assert objects and marker < min(objects)
+    assert extracted.validated
+    handover.hand_over_plan(store, replace(tasks[0], queued_at="2000-01-01T00:00:00.000Z"),
+                            small_report, b"{}")  # fmt: skip
+    sent.clear()
+    again = extract(store, tasks[0], settings, "plain")  # another plan's are at hand: not taken
+    gets = [s for s in sent if s.startswith("GET")]
+    assert any(staged.ref.staged_key in s for s in gets), gets
+    assert (again.validated, again.quarantined) == (extracted.validated, extracted.quarantined)

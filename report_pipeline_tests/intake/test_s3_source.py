@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -20,6 +22,7 @@ from report_pipeline.core.stage_decision import (
     stage_for_run,
 )
 from report_pipeline.core.storage.local_store import LocalStore
+from report_pipeline.core.storage.s3_store import S3Store
 from report_pipeline.core.storage.store import PermanentStorageError, TransientStorageError
 from report_pipeline_tests import s3 as s3_helpers
 from report_pipeline_tests.conftest import fixture_pdf
@@ -168,3 +171,40 @@ def test_a_months_first_look_stages_the_download_it_hashed(s3, tmp_path, clock):
     assert isinstance(run("run-2"), ClaimLost)  # the ledger knows it: read once, to stage it
     assert gets == [f"/team/{month}/report.pdf"]
     assert not [p for p in (tmp_path / "work").rglob("*") if p.is_file()]
+
+
+def test_on_s3_what_the_month_holds_is_read_once_beside_the_arrivals_write(s3, tmp_path, clock):
+    """A run on the S3 store reads whether the month holds the revision already (its manifest,
+    the month's record) while it records the arrival, side by side (the reads are sent while the
+    arrival's write is still on its way), and staging does not read them again
+    (core/archive/months.py `held`)."""
+    month, data = clock.month(-2), fixture_pdf("repeated_image.pdf").read_bytes()
+    put(s3, {f"team/{month}/report.pdf": data})
+    source = S3PrefixSource("team", s3.bucket, "team", s3.client)
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    settings = PipelineSettings(tmp_path / "work")
+    asked: list[str] = []
+    writing = threading.Event()  # the arrival's write is held on its way while this is set
+
+    def sent(request, **_) -> None:
+        path = urlsplit(request.url).path
+        if request.method == "PUT" and "/months/" in path and "/arrivals/" in path:
+            writing.set()
+            time.sleep(0.5)
+            writing.clear()
+        elif request.method == "GET":
+            asked.append(f"{path} {'during the write' if writing.is_set() else ''}".strip())
+
+    s3.client.meta.events.register("before-send.s3", sent)
+
+    def run(run_id: str):
+        asked.clear()
+        identity = RunIdentity(run_id, "", lambda token: [])
+        return stage_for_run(store, [source], settings, RunAsks(month), identity, run_id)
+
+    first = run("run-1")
+    assert isinstance(first, Staged)
+    manifest = f"/{s3.bucket}/pipeline/{first.staged.ref.manifest_key}"
+    assert [a for a in asked if a.startswith(manifest)] == [f"{manifest} during the write"]
+    assert isinstance(run("run-2"), ClaimLost)  # the ledger knows it: nothing to write there
+    assert [a for a in asked if a.startswith(manifest)] == [manifest]

@@ -7,7 +7,7 @@ revision is its newest complete one that no review revised, as it always was.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from report_pipeline.core.model import current as month_record
@@ -36,27 +36,43 @@ class Current:
         return self.manifest is not None and self.manifest.state == "complete"
 
 
-def revisions(store: Store, month: str | None = None) -> list[tuple[str, str]]:
-    """Every archived revision, or only those of one month's reports."""
-    reports = [
-        r
-        for r in store.list_prefixes(keys.ARCHIVE)
-        if not month or keys.in_month(keys.prefix_name(r), month)
+def revisions(
+    store: Store, month: str | None = None, reports: Sequence[str] = ()
+) -> list[tuple[str, str]]:
+    """Every archived revision, or only those of one month's reports. `reports`: report ids
+    the month likely holds (the caller's own), whose revisions are listed beside the archive's
+    own listing rather than after it (on S3: one wait fewer when the month holds no other
+    report); the archive's listing still says which reports exist."""
+    ahead = [
+        f"{keys.ARCHIVE}/{r}" for r in dict.fromkeys(reports) if month and keys.in_month(r, month)
     ]
-    listed = map_io(store, lambda report: list(store.list_prefixes(report)), reports)
+    if io_workers(store) <= 1:
+        ahead = []
+    top, *early = together(
+        store,
+        lambda: store.list_prefixes(keys.ARCHIVE),
+        *[lambda report=report: list(store.list_prefixes(report)) for report in ahead],
+    )
+    found = [r for r in top if not month or keys.in_month(keys.prefix_name(r), month)]
+    listed = dict(zip(ahead, early, strict=True))
+    rest = [report for report in found if report not in listed]
+    below = map_io(store, lambda report: list(store.list_prefixes(report)), rest)
+    listed.update(zip(rest, below, strict=True))
     return [
         (keys.prefix_name(report), keys.prefix_name(revision))
-        for report, revisions_of in zip(reports, listed, strict=True)
-        for revision in revisions_of
+        for report in found
+        for revision in listed[report]
     ]
 
 
 def month_manifests(
-    store: Store, month: str, besides: str = "", listed: list[tuple[str, str]] | None = None
-) -> Iterator[tuple[str, Manifest]]:
+    store: Store, month: str, besides: str = "", listed: list[tuple[str, str]] | None = None,
+    reports: Sequence[str] = (),
+) -> Iterator[tuple[str, Manifest]]:  # fmt: skip
     """(manifest key, manifest) of every revision of the month's reports that has a manifest
-    (but `besides`, not read). `listed`: the month's `revisions`, when the caller has them."""
-    listed = revisions(store, month) if listed is None else listed
+    (but `besides`, not read). `listed`: the month's `revisions`, when the caller has them;
+    else `reports` are those the month likely holds (`revisions`)."""
+    listed = revisions(store, month, reports) if listed is None else listed
     wanted = [manifest_key(r, revision) for r, revision in listed if revision != besides]
     read = map_io(store, lambda key: store_json.read_manifest(store, key), wanted)
     for key, manifest in zip(wanted, read, strict=True):
@@ -64,13 +80,16 @@ def month_manifests(
             yield key, manifest
 
 
-def current(store: Store, month: str, besides: str = "") -> Current | None:
+def current(store: Store, month: str, besides: str = "", report: str = "") -> Current | None:
     """The month's current revision, or None when nothing was ever archived for it. `besides`:
-    a revision a month without a record must not count (one about to be recorded)."""
+    a revision a month without a record must not count (one about to be recorded); `report`:
+    the report id the caller's revision belongs to (its revisions are listed early)."""
     if io_workers(store) > 1:  # S3: the listing is needed only without a record, but then it
         head, listed = together(  # costs no wait of its own
-            store, lambda: month_record.head(store, month), lambda: revisions(store, month)
-        )  # fmt: skip
+            store,
+            lambda: month_record.head(store, month),
+            lambda: revisions(store, month, (report,) if report else ()),
+        )
     else:
         head, listed = month_record.head(store, month), None
     if head is None:
@@ -107,9 +126,22 @@ def latest_archived(
 def current_for(store: Store, ref: RevisionRef) -> Manifest | None:
     """The month's current manifest when it is this report, extracted by this extractor (it may
     be a revision a review made of `ref`'s): nothing is to be extracted again."""
-    found = current(store, ref.month, besides=ref.revision)
+    found = current(store, ref.month, besides=ref.revision, report=ref.report_id)
     manifest = found.manifest if found and found.live else None
     return manifest if manifest is not None and holds(manifest, ref) else None
+
+
+# (the month's current manifest when it holds the revision's report, the revision's own manifest
+# when it is complete): either one means nothing is extracted again
+Held = tuple[Manifest | None, Manifest | None]
+
+
+def held(store: Store, ref: RevisionRef) -> Held:
+    """What the month holds of `ref` already, both read side by side (one wait on S3)."""
+    now, own = together(
+        store, lambda: current_for(store, ref), lambda: store_json.complete_manifest(store, ref)
+    )
+    return now, own
 
 
 def holds(manifest: Manifest, ref: RevisionRef) -> bool:

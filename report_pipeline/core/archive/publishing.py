@@ -10,7 +10,7 @@ from datetime import datetime
 from report_pipeline.core.archive import manifest as mf
 from report_pipeline.core.archive import months, succession
 from report_pipeline.core.archive.carry import carried
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import deadlines_for, iso, parse_iso, utc_now
 from report_pipeline.core.model.messages import (
     ArchivedTask,
@@ -73,10 +73,14 @@ def record_children(
     """Record the task's children in the archive: its images (and quarantined streams) are
     already there, written once each by extraction to their content-addressed keys (an outcomes
     file from the older layout, images in work/, is refused: re-run the partition). Idempotent:
-    a retry rewrites the same records. The outcomes file is working material, deleted with the
-    rest of it once the manifest is complete (`publish`), or by the janitor."""
+    a retry rewrites the same records. The outcomes are extraction's outcomes file, or what it
+    handed over in this process (core/model/handover.py). The outcomes file is working
+    material, deleted with the rest of it once the manifest is complete (`publish`), or by the
+    janitor."""
     task = extracted.task
-    outcomes = store_json.read_outcomes(store, extracted.outcomes_key)
+    outcomes = handover.take(extracted)  # extraction's, in this process (handover.py)
+    if outcomes is None:
+        outcomes = store_json.read_outcomes(store, extracted.outcomes_key)
     tries = extracted.attempts + attempt - 1
     children = [_child(outcome, task.queued_at, tries, outcome.object_key) for outcome in outcomes]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
@@ -118,7 +122,7 @@ def publish(
     ref, now = staged.ref, utc_now()
     month, existing, inputs = together(
         store,
-        lambda: months.current(store, ref.month, besides=ref.revision),
+        lambda: months.current(store, ref.month, besides=ref.revision, report=ref.report_id),
         lambda: complete_manifest(store, ref),
         lambda: _inputs(store, staged, archived, missing_ok=True),
     )  # one wait for all three on S3; the inputs are wasted only on a rerun

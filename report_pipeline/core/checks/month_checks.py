@@ -159,7 +159,9 @@ def first_archived_at(store: Store, month: str, known: Manifest | None = None) -
     a corrected report archived later does not make a month that was on time late. `known`:
     a manifest of the month the caller holds, not read again."""
     besides = known.parent_revision if known is not None else ""
-    manifests = [m for _, m in month_manifests(store, month, besides)] + [known] * bool(known)
+    reports = (known.report_id,) if known is not None else ()
+    manifests = [m for _, m in month_manifests(store, month, besides, reports=reports)]
+    manifests += [known] * bool(known)
     times = [parse_iso(m.created_at) for m in manifests if m.state in ARCHIVED_STATES]
     return min(times, default=None)
 

@@ -6,11 +6,13 @@ read recorded in the month's arrivals ledger (ledger.py). Dagster-free.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from report_pipeline.core.archive import months
+from report_pipeline.core.archive.months import Held
 from report_pipeline.core.intake import ledger as ledgers
 from report_pipeline.core.intake.arrivals import Arrival, Decision, Ledger, Read, decide, name_of
 from report_pipeline.core.intake.intake import (
@@ -27,7 +29,7 @@ from report_pipeline.core.model.records import Manifest, SourceFacts, SourceFile
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.model.store_json import complete_manifest
 from report_pipeline.core.scratch.workdir import lease_for, private_workdir
-from report_pipeline.core.storage.parallel_io import together
+from report_pipeline.core.storage.parallel_io import io_workers, together
 from report_pipeline.core.storage.store import Store, TransientStorageError
 
 NO_REPORT = "no_report"
@@ -100,16 +102,25 @@ def reader(
 def look(
     store: Store, month: str, entries: Sequence[Entry], listed: Sequence[str], read: Read,
     now_ns: int | None = None, ledger: Ledger | None = None,
+    beside: Callable[[Decision], object] | None = None,
 ) -> Decision:  # fmt: skip
     """Decide the month's report and record what was read. If another writer recorded a content
     meanwhile, decide again on the merged ledger (nothing is read twice). `ledger`: the month's,
-    when the caller just loaded it."""
+    when the caller just loaded it. `beside` is called with each decision while it is recorded
+    (side by side on S3): reads only, since a decision stands only once recorded."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     ledger, seen = ledgers.load(store, month) if ledger is None else ledger, ()
     for _ in range(_ROUNDS):
         decision = decide(ledger, entries, read, now_ns, listed)
         seen += decision.read
-        committed = ledgers.commit(store, ledger, decision.ledger)
+        if beside is None:
+            committed = ledgers.commit(store, ledger, decision.ledger)
+        else:
+            committed, _ = together(
+                store,
+                lambda base=ledger, made=decision: ledgers.commit(store, base, made.ledger),
+                lambda made=decision: beside(made),
+            )
         if committed.arrivals == decision.ledger.arrivals:
             return replace(decision, ledger=committed, read=seen)
         ledger = committed
@@ -135,6 +146,8 @@ class Chosen:
     sha256: str
     file: SourceFile  # pages: 0 until staging counts them
     archived: StagedReport | None = None
+    # what the month holds of a revision (months.held), read while the arrival was recorded
+    held: tuple[RevisionRef, Held] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,9 +172,17 @@ def choose_for_run(
     )
     if not entries:
         raise RefusedInput(NO_REPORT, f"no report (*.pdf) for {month} in the inbox")
+    looked: dict[str, tuple[RevisionRef, Held]] = {}
+
+    def ahead(decision: Decision) -> None:  # beside the arrival's write: one wait on S3
+        if decision.report is not None and io_workers(store) > 1:
+            ref = _ref(decision.report, month, settings)
+            looked[ref.source_hash] = (ref, months.held(store, ref))
+
     with ExitStack() as stack:
         read = read or stack.enter_context(reader(sources, settings, owner))
-        decision = look(store, month, entries, [s.name for s in sources], read, ledger=ledger)
+        decision = look(store, month, entries, [s.name for s in sources], read, ledger=ledger,
+                        beside=ahead)  # fmt: skip
     report = decision.report
     mine = next((e for e in entries if key and (e.ref.source, e.ref.key) == (source, key)), None)
     if source_hash and (report is None or report.sha256 != source_hash):
@@ -183,7 +204,8 @@ def choose_for_run(
         return Chosen(report.source, None, report.sha256, archived.source_file, archived)
     found = SourceFile(file.ref.source, name_of(file), report.bytes, report.sha256, 0,
                        report.arrived_at, superseded)  # fmt: skip
-    return Chosen(file.ref.source, file.ref, report.sha256, found)
+    return Chosen(file.ref.source, file.ref, report.sha256, found,
+                  held=looked.get(report.sha256))  # fmt: skip
 
 
 @contextmanager
@@ -234,9 +256,7 @@ def _archived(
 ) -> StagedReport | None:
     """The month's report as its archive holds it (complete, by this extractor), if it does:
     its own revision, or the month's current one when a review revised it."""
-    report_id = report_id_for(report.source, month)
-    revision = revision_for(report_id, report.sha256, settings.extractor_version)
-    ref = RevisionRef(report_id, month, report.sha256, settings.extractor_version, revision)
+    ref = _ref(report, month, settings)
     manifest = complete_manifest(store, ref) or _current_holding(store, ref)
     if manifest is None:
         return None
@@ -249,6 +269,12 @@ def _archived(
     file = SourceFile(report.source, report.name, report.bytes, report.sha256, pages,
                       report.arrived_at, superseded)  # fmt: skip
     return StagedReport(ref, pages, report.bytes, len(superseded), True, facts, file)
+
+
+def _ref(report: Arrival, month: str, settings: PipelineSettings) -> RevisionRef:
+    report_id = report_id_for(report.source, month)
+    revision = revision_for(report_id, report.sha256, settings.extractor_version)
+    return RevisionRef(report_id, month, report.sha256, settings.extractor_version, revision)
 
 
 def _current_holding(store: Store, ref: RevisionRef) -> Manifest | None:

@@ -192,11 +192,18 @@ def write_manifest(store: Store, key: str, manifest: Manifest) -> None:
 
 
 def read_outcomes(store: Store, key: str) -> list[OutcomeRecord]:
-    return [outcome_from_json(item) for item in json.loads(store.get_bytes(key, JSON_CAP))]
+    return outcomes_from_bytes(store.get_bytes(key, JSON_CAP))
 
 
-def write_outcomes(store: Store, key: str, records: list[OutcomeRecord]) -> None:
-    store.put_bytes(key, json.dumps([outcome_to_json(r) for r in records]).encode())
+def write_outcomes(store: Store, key: str, records: list[OutcomeRecord]) -> bytes:
+    """Write the outcomes file; returns its bytes."""
+    data = json.dumps([outcome_to_json(r) for r in records]).encode()
+    store.put_bytes(key, data)
+    return data
+
+
+def outcomes_from_bytes(data: bytes) -> list[OutcomeRecord]:
+    return [outcome_from_json(item) for item in json.loads(data)]
 
 
 def read_children(store: Store, key: str) -> list[ChildRecord]:

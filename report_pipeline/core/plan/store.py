@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from report_pipeline.core.model import keys, store_json
+from report_pipeline.core.model import handover, keys, store_json
 from report_pipeline.core.model.clock import iso, utc_now
 from report_pipeline.core.model.messages import PageTask, RevisionRef
 from report_pipeline.core.model.records import PageStreams
@@ -35,13 +36,15 @@ def plan(
     unread: dict[int, tuple[int, int]] | None = None,
     draws: list[Draws] | None = None,
     alongside: Sequence[Callable[[], object]] = (),
+    source: Path | None = None,
 ) -> list[PageTask]:  # fmt: skip
     """The revision's tasks, and its plan in the store: the images expected per page (an inline
     image MuPDF never reads counts: it is recorded, `unread`), and the pages whose content
     streams broke off (damaged) or were repaired (`streams`). With `draws`, every page's
     draws are written beside it (a task whose draws are missing walks its pages again,
     `read_draws`); `alongside`: other calls made beside them (one wait on S3), all done when
-    this returns."""
+    this returns. `source`: the staged source's local copy, handed over with the draws to the
+    plan's extractions when they run in this process (core/model/handover.py)."""
     queued_at = iso(utc_now())
     unread = unread or {}
     counts = [(images + unread.get(page, (0, 0))[0], pixels)
@@ -58,19 +61,23 @@ def plan(
     ]  # fmt: skip
     expected = {page: count for page, (count, _) in enumerate(counts, start=1)}
     record = Plan(expected, streams or {}, queued_at, tuple(tasks))
+    drawn: list[bytes] = []
     together(
         store,
-        lambda: draws is None or write_draws(store, ref, draws),
+        lambda: draws is None or drawn.append(write_draws(store, ref, draws)),
         lambda: write_plan(store, ref, record),
         *alongside,
     )
+    if source is not None and drawn and tasks:
+        handover.hand_over_plan(store, tasks[0], source, drawn[0])
     return tasks
 
 
-def write_draws(store: Store, ref: RevisionRef, draws: list[Draws]) -> None:
-    """Every page's draws, for the decoders (`read_draws`)."""
-    pages = [compact(page) for page in draws]
-    store.put_bytes(keys.draws_key(ref.revision), json.dumps({"pages": pages}).encode())
+def write_draws(store: Store, ref: RevisionRef, draws: list[Draws]) -> bytes:
+    """Every page's draws, for the decoders (`read_draws`); returns the bytes written."""
+    data = json.dumps({"pages": [compact(page) for page in draws]}).encode()
+    store.put_bytes(keys.draws_key(ref.revision), data)
+    return data
 
 
 def read_draws(store: Store, ref: RevisionRef, first: int, last: int) -> dict[int, Draws]:
@@ -78,8 +85,13 @@ def read_draws(store: Store, ref: RevisionRef, first: int, last: int) -> dict[in
     (before draws were kept, or their working material is gone): the decoders walk those
     pages themselves."""
     try:
-        record = json.loads(store.get_bytes(keys.draws_key(ref.revision), store_json.JSON_CAP))
+        data = store.get_bytes(keys.draws_key(ref.revision), store_json.JSON_CAP)
     except MissingObject:
         return {}
-    pages = record["pages"]
+    return draws_from(data, first, last)
+
+
+def draws_from(data: bytes, first: int, last: int) -> dict[int, Draws]:
+    """Pages `first`..`last`'s draws from the bytes `write_draws` wrote."""
+    pages = json.loads(data)["pages"]
     return {page: expand(pages[page - 1]) for page in range(first, min(last, len(pages)) + 1)}

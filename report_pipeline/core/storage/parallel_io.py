@@ -69,6 +69,8 @@ class BackgroundPuts:
     """`put_if_absent` that may run behind the caller's loop (extraction uploads while it
     decodes); `created` counts the objects the calls created (absent before).
 
+    `first`: a call made before any upload (the work marker), in the pool, beside the caller's
+    loop; every upload waits for it, and fails with it (`first_done` waits for it too).
     Leaving the `with` block waits for every upload and raises the first failure; a failure
     seen earlier is raised at the next call. At most two uploads per worker are waiting, and
     at most `WAITING_BYTES` of payloads (a larger one waits until it is alone), so payloads do
@@ -76,9 +78,14 @@ class BackgroundPuts:
     called in place.
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, first: Callable[[], object] | None = None) -> None:
         self.store, workers = store, io_workers(store)
         self._pool = ThreadPoolExecutor(workers, "store-put") if workers > 1 else None
+        self._first: Future | None = None
+        if first is not None and self._pool is None:
+            first()  # in place, before anything else, as plain code would
+        elif first is not None:
+            self._first = self._pool.submit(first)
         self._most, self._waiting, self._bytes = 2 * workers, 0, 0
         self._room = threading.Condition()
         self._pending: list[Future] = []
@@ -99,9 +106,18 @@ class BackgroundPuts:
                 )
             )
             self._waiting, self._bytes = self._waiting + 1, self._bytes + len(data)
-        future = self._pool.submit(self.store.put_if_absent, key, data, md5)
+        future = self._pool.submit(self._put, key, data, md5)
         future.add_done_callback(partial(self._done, size=len(data)))
         self._pending.append(future)
+
+    def _put(self, key: str, data: bytes, md5: str) -> bool:
+        self.first_done()
+        return self.store.put_if_absent(key, data, md5)
+
+    def first_done(self) -> None:
+        """Wait for `first`, and raise its failure."""
+        if self._first is not None:
+            self._first.result()
 
     def _done(self, future: Future, size: int) -> None:
         with self._room:
@@ -118,6 +134,7 @@ class BackgroundPuts:
             return
         try:
             if exc_type is None:
+                self.first_done()
                 self.created += sum(bool(future.result()) for future in self._pending)
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
