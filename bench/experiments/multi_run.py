@@ -3,7 +3,7 @@
 
 An experiment, not the product: `dagster dev` (bench/backfill_live.py, as bench.backfill runs it)
 on a throwaway DAGSTER_HOME holding the committed dagster_home/dagster.yaml, serving only the
-experiment's code location (bench/experiments/multi_run_defs.py: `one_per_run`,
+experiment's code location (bench/experiments/multi_run_defs.py: `no_policy`, `one_per_run`,
 `many_per_run_3`, `many_per_run_6`, each doing the plain loop's work per month into a fresh
 store). Each round launches a 6-month asset backfill of each asset through GraphQL, as the UI
 does, alternating; CPU per report is that of every process in dagster dev's group and the
@@ -110,13 +110,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.experiments.multi_run",
                                      description=__doc__, formatter_class=raw)  # fmt: skip
     parser.add_argument("--report", type=Path, default=FIXTURE, help="the PDF of every month")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of the three (2)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the variants (2)")
     parser.add_argument(
         "--tick-wait",
         type=float,
         default=15.0,
         help="launch this many seconds before the backfill daemon's loop (15)",
     )
+    parser.add_argument("--assets", nargs="+", choices=list(POLICIES), default=list(POLICIES),
+                        help="variants, paired against the first (default: all four)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     return parser.parse_args(argv)
 
@@ -125,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     load = os.getloadavg()
-    print(f"multi_run: {args.report.name}, 6 months, {args.rounds} rounds; "
+    print(f"multi_run: {args.report.name}, 6 months, {args.rounds} rounds of "
+          f"{', '.join(args.assets)}; "
           f"load {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}", flush=True)  # fmt: skip
     samples: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="report-bench-multi-run-") as scratch:
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             workspace.write_text(WORKSPACE.format(root=ROOT))
             with dagster_dev(root, env, workspace=workspace) as live:
                 for round_no in range(args.rounds):
-                    for asset in POLICIES:
+                    for asset in args.assets:
                         sample = one_backfill(live, home, asset, counts, args.tick_wait)
                         samples.append({"round": round_no, **sample})
                         print(f"  round {round_no} {asset}: {sample['cpu_per_report_s']:.2f} s "
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plain loop: {plain_cpu:.2f} s CPU, {plain_wall:.2f} s wall per report "
           f"(median of {len(plain)})")  # fmt: skip
     summary = {}
-    for asset in POLICIES:
+    for asset in args.assets:
         mine = [s for s in samples if s["asset"] == asset]
         cpu = median(s["cpu_per_report_s"] for s in mine)
         by_role: dict[str, float] = {}
@@ -170,16 +173,16 @@ def main(argv: list[str] | None = None) -> int:
                           "wall_s": median(s["wall_s"] for s in mine),
                           "runs_span_s": median(s["runs_span_s"] for s in mine),
                           "cpu_per_report_by_process_s": by_role}  # fmt: skip
-        base = {s["round"]: s["cpu_per_report_s"] for s in samples if s["asset"] == "one_per_run"}
+        base = {s["round"]: s["cpu_per_report_s"] for s in samples if s["asset"] == args.assets[0]}
         paired = median(s["cpu_per_report_s"] / base[s["round"]] for s in mine)
-        summary[asset]["paired_cpu_vs_one_per_run"] = paired
+        summary[asset][f"paired_cpu_vs_{args.assets[0]}"] = paired
         first = mine[0]
         print(
             f"{asset}: {cpu:.2f} s CPU per report ({cpu / plain_cpu:.2f}x the plain loop), "
             f"wall {summary[asset]['wall_s']:.1f} s (runs' span "
             f"{summary[asset]['runs_span_s']:.1f} s); {first['runs']} runs, "
             f"{first['materializations']} materializations, checks {first['check_records']}, "
-            f"run partition tags {first['run_partition_tags']}; paired against one_per_run "
+            f"run partition tags {first['run_partition_tags']}; paired against {args.assets[0]} "
             f"{paired:.2f}x; by process: "
             + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_role.items()))
         )

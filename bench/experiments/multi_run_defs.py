@@ -1,9 +1,11 @@
 """The code location of `python -m bench.experiments.multi_run` (an experiment, not the product):
-three monthly-partitioned assets doing the plain loop's work for each month (`run_report`,
+four monthly-partitioned assets doing the plain loop's work for each month (`run_report`,
 decoding in the run's process, then the manifest table, into a fresh store per month), with one
 partition-scoped check each, differing only in their backfill policy:
 
-- `one_per_run`: `BackfillPolicy.multi_run(1)`, one run per month (as report_manifest runs);
+- `no_policy`: none, as report_manifest: one run per month, tagged `dagster/partition`;
+- `one_per_run`: `BackfillPolicy.multi_run(1)`, one run per month, but a ranged run of one
+  month (no `dagster/partition` tag: the dagster.yaml limits keyed on it do not hold it);
 - `many_per_run_3`, `many_per_run_6`: `multi_run(max_partitions_per_run=3 / 6)`, the months of the
   run's range one after another in one op, each month's counts added to its own materialization
   (`add_asset_metadata(partition_key=...)`: Dagster 1.13 records one ASSET_MATERIALIZATION per
@@ -29,7 +31,7 @@ from report_pipeline.core.storage.local_store import LocalStore
 
 MONTHS = dg.MonthlyPartitionsDefinition(start_date="2025-01-01", end_date="2025-07-01")
 CHECK = "counts_recorded"
-POLICIES = {"one_per_run": 1, "many_per_run_3": 3, "many_per_run_6": 6}
+POLICIES = {"no_policy": None, "one_per_run": 1, "many_per_run_3": 3, "many_per_run_6": 6}
 
 
 def one_month(month: str) -> dict[str, int]:
@@ -47,14 +49,14 @@ def one_month(month: str) -> dict[str, int]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _asset(name: str, per_run: int) -> dg.AssetsDefinition:
+def _asset(name: str, per_run: int | None) -> dg.AssetsDefinition:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.PreviewWarning)  # partition-scoped checks
         warnings.simplefilter("ignore", dg.BetaWarning)  # backfill_policy
         spec = dg.AssetCheckSpec(CHECK, asset=name, partitions_def=MONTHS)
 
         @dg.asset(name=name, partitions_def=MONTHS, check_specs=[spec],
-                  backfill_policy=dg.BackfillPolicy.multi_run(per_run))  # fmt: skip
+                  backfill_policy=per_run and dg.BackfillPolicy.multi_run(per_run))  # fmt: skip
         def _compute(context: dg.AssetExecutionContext):
             for key in context.partition_keys:
                 counts = one_month(key[:7])
