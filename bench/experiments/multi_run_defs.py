@@ -11,7 +11,8 @@ partition-scoped check each, differing only in their backfill policy:
   (`add_asset_metadata(partition_key=...)`: Dagster 1.13 records one ASSET_MATERIALIZATION per
   partition of a ranged run), and one check result for the run (one per month fails the step).
 
-The report and the scratch folder come from MULTI_RUN_REPORT and MULTI_RUN_SCRATCH.
+The report and the scratch folder come from MULTI_RUN_REPORT and MULTI_RUN_SCRATCH. No
+`from __future__ import annotations`: Dagster reads the `context` annotation when it defines the op.
 """
 
 import os
