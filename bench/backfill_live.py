@@ -148,13 +148,16 @@ def _tail(log: Path, lines: int = 40) -> str:
 
 
 @contextmanager
-def dagster_dev(root: Path, env: dict[str, str], timeout: float = 240) -> Iterator[Live]:
-    """`dagster dev -w workspace.yaml` (what `make dev` runs) in its own session on a free
-    loopback port, with `env` (DAGSTER_HOME and the roots); ready once the webserver answers and
-    the backfill and run-queue daemons are healthy. Its whole process group is stopped after."""
+def dagster_dev(
+    root: Path, env: dict[str, str], timeout: float = 240, workspace: Path = ROOT / "workspace.yaml"
+) -> Iterator[Live]:
+    """`dagster dev -w workspace.yaml` (what `make dev` runs; `workspace`: another one, e.g. an
+    experiment's code location) in its own session on a free loopback port, with `env`
+    (DAGSTER_HOME and the roots); ready once the webserver answers and the backfill and run-queue
+    daemons are healthy. Its whole process group is stopped after."""
     port = free_port()
     live = Live(f"http://127.0.0.1:{port}", root / "dagster-dev.log")
-    command = [str(BIN / "dagster"), "dev", "-w", str(ROOT / "workspace.yaml"),
+    command = [str(BIN / "dagster"), "dev", "-w", str(workspace),
                "-h", "127.0.0.1", "-p", str(port)]  # fmt: skip
     with open(live.log, "wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
