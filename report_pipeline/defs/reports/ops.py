@@ -227,21 +227,23 @@ def publish_manifest(
     retention = worker_settings.retention
     results: list[dg.AssetCheckResult] = []
     completed: list[ArchivedTask] = []
+    # one store for the step attempt, taken here: `evaluate` runs in a thread of its own, where
+    # a store made then would not know the step (the fault layer's sessions are per attempt)
+    backend = guarded(context, store.get_store)
 
     def complete(missing: list[PageTask]) -> list[ArchivedTask]:
-        completed[:] = steps.complete_tasks(store.get_store(), missing, worker_settings,
-                                            owner(context))  # fmt: skip
+        completed[:] = steps.complete_tasks(backend, missing, worker_settings, owner(context))
         return completed
 
     def evaluate(published: Manifest) -> None:  # beside the working material's deletion
         now, limits = utc_now(), checks.thresholds()
-        results[:] = month_check_results(store.get_store(), published, limits, now)
+        results[:] = month_check_results(backend, published, limits, now)
 
     generation: list[int] = []
     manifest, reused = guarded(
         context,
         lambda: publishing.publish(
-            store.get_store(), staged, archived, retention, evaluate, complete, generation.append
+            backend, staged, archived, retention, evaluate, complete, generation.append
         ),
     )
     if completed:
