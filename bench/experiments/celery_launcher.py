@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import date
 from pathlib import Path
 from statistics import median
 
@@ -195,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UI launches of report_manifest, {args.report.name}, sittings {args.sittings}, "
           f"{args.rounds} rounds each; load {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",
           flush=True)  # fmt: skip
-    months = month_names((args.rounds + 1) * len(args.sittings))
+    count = (args.rounds + 1) * len(args.sittings)
+    today = date.today()  # every month ended: the current one's partition does not exist yet
+    first = today.year * 12 + today.month - 1 - count
+    months = month_names(count, f"{first // 12:04d}-{first % 12 + 1:02d}")
     done: list[tuple[str, list[dict]]] = []
     with tempfile.TemporaryDirectory(prefix="report-bench-celery-launcher-") as scratch:
         try:
