@@ -112,6 +112,7 @@ def sitting(root: Path, launcher: str, months: list[str], args) -> list[dict]:
     """One `dagster dev` with `launcher`: a warm-up round then the timed ones, one month each."""
     root.mkdir()
     home, env = embedded_home(root, args.instance)
+    env["REPORT_PIPELINE_FIRST_MONTH"] = args.first_month  # the partitions start there
     with (
         launcher_stack(launcher, root, home, env) as workers,
         dagster_dev(root, env) as live,
@@ -199,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     count = (args.rounds + 1) * len(args.sittings)
     today = date.today()  # every month ended: the current one's partition does not exist yet
     first = today.year * 12 + today.month - 1 - count
-    months = month_names(count, f"{first // 12:04d}-{first % 12 + 1:02d}")
+    args.first_month = f"{first // 12:04d}-{first % 12 + 1:02d}"
+    months = month_names(count, args.first_month)
     done: list[tuple[str, list[dict]]] = []
     with tempfile.TemporaryDirectory(prefix="report-bench-celery-launcher-") as scratch:
         try:
