@@ -476,15 +476,14 @@ def process_image(doc: pymupdf.Document, ref: ImageRef, limits: Limits) -> Proce
     started = iso(utc_now())
     raw, signature, evidence, notes, said_of_defaults = b"", None, None, "", []
     try:
+        defaults = colour_defaults.loaded(doc, ref.defaults, said_of_defaults)
         if ref.inline is not None:
             raw, signature = inline.precheck(ref, limits)
             evidence = raw
-            defaults = colour_defaults.loaded(doc, ref.defaults, said_of_defaults)
             image = _mupdf_decode(doc, 0, ref, defaults)
         else:
             raw, signature = _precheck(doc, ref, limits)
             evidence = raw
-            defaults = colour_defaults.loaded(doc, ref.defaults, said_of_defaults)
             image, notes = _strict_decode(doc, ref, raw, limits, defaults is None)
             image = image or _mupdf_decode(doc, ref.xref, None, defaults)
         if ref.smask:
