@@ -45,11 +45,13 @@ class RunAsks:
 @dataclass(frozen=True)
 class RunIdentity:
     """The run, as the claims see it: its id, the claim token intake tagged it with ("" for a
-    UI launch or backfill) and how to find the runs that carry a token."""
+    UI launch or backfill), how to find the runs that carry a token, and, for a re-execution,
+    the runs it re-executes (its parent and root): a claim one of them took is its own."""
 
     run_id: str
     claim_token: str
     runs_of: claims.RunsOf
+    ancestors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ def stage_for_run(
 
         def claim(staged: StagedReport) -> None:  # beside the plan's write: one wait on S3
             claimed.append(claims.claim_in_run(store, staged.ref.revision, run.run_id,
-                                               run.claim_token, run.runs_of))  # fmt: skip
+                                               run.claim_token, run.runs_of,
+                                               ancestors=run.ancestors))  # fmt: skip
 
         with opened_for_run(sources, chosen, settings, owner, read) as path:
             staged, tasks = steps.stage(

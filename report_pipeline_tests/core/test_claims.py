@@ -113,3 +113,21 @@ def test_a_run_holds_the_claim_its_intake_took_and_a_ui_launch_takes_a_free_one(
     other = "o" * 64
     free = claims.claim_in_run(store, other, "run-ui", "", nothing)
     assert free.won and free.claim.run_id == "run-ui" and free.claim.claimer == "run"
+
+
+def test_a_re_execution_holds_the_claim_its_failed_parent_took_before_tagging_itself(store):
+    """A UI launch took the claim and failed (its database went away) before tagging itself
+    with the token: its re-execution, which carries no token, still holds the claim; a run of
+    another lineage does not, and the failed holder keeps it."""
+    parent = claims.claim_in_run(store, REVISION, "run-ui", "", nothing, T0)
+    assert parent.won and parent.claim.run_id == "run-ui"
+    failed = {parent.claim.token: [("run-ui", "FAILURE")]}
+    child = claims.claim_in_run(store, REVISION, "run-retry", "", failed.get, T0 + 60,
+                                ancestors=("run-ui",))  # fmt: skip
+    assert (child.won, child.claim) == (True, parent.claim)
+    grandchild = claims.claim_in_run(store, REVISION, "run-retry-2", "", failed.get, T0 + 90,
+                                     ancestors=("run-retry", "run-ui"))  # fmt: skip
+    assert grandchild.won and grandchild.claim == parent.claim
+    other = claims.claim_in_run(store, REVISION, "run-other", "", failed.get, T0 + 120,
+                                ancestors=("run-unrelated",))  # fmt: skip
+    assert (other.won, other.run_id, other.status) == (False, "run-ui", "FAILURE")

@@ -140,14 +140,19 @@ def await_run(outcome: Outcome, runs_of: RunsOf, timeout: float = 15.0) -> Outco
 
 def claim_in_run(
     store: Store, revision: str, run_id: str, run_token: str, runs_of: RunsOf,
-    now: float | None = None,
+    now: float | None = None, ancestors: tuple[str, ...] = (),
 ) -> Outcome:  # fmt: skip
     """Inside a run that has learnt its revision. Intake's run (and any re-execution of it)
     carries the claim's token and holds it; a UI launch or backfill tries to take the claim,
-    first as the revision's first claim (one request, no read, when nobody claimed it)."""
-    if not run_token:
+    first as the revision's first claim (one request, no read, when nobody claimed it). A
+    re-execution (`ancestors`: the runs it re-executes) holds the claim one of them took, even
+    if that run failed before it could tag itself with the token."""
+    if not run_token and not ancestors:
         return acquire(store, revision, "run", runs_of, now, run_id, read=(None,))
     top = current(store, revision)
-    if top is not None and top.token == run_token and not top.released:
+    mine = top is not None and (
+        (run_token and top.token == run_token) or (top.run_id and top.run_id in ancestors)
+    )
+    if mine and not top.released:
         return Outcome(True, top, run_id, "STARTED")
     return acquire(store, revision, "run", runs_of, now, run_id, read=(top,))

@@ -2,6 +2,7 @@ import dagster as dg
 
 from report_pipeline.defs.deployment.extractor import extractor_version
 from report_pipeline.defs.deployment.partitions import monthly_partitions
+from report_pipeline.defs.reports.guard import retry_after_instance_outage
 from report_pipeline.defs.reports.month_checks import MONTH_CHECK_SPECS
 from report_pipeline.defs.reports.ops import (
     archive_pages,
@@ -26,8 +27,12 @@ def report_manifest():
     `publish_manifest` on this revision. The month keeps one current revision: a corrected
     report or a newer extractor (the code version) replaces it; a review decision taken
     elsewhere shows here within a minute (current_revision_sensor)."""
-    staged, tasks = stage_report()
-    archived = tasks.map(lambda task: archive_pages(staged, extract_pages(task)))
-    published, *results = publish_manifest(staged, archived.collect())
+    stage, extract, archive, publish = (
+        op.with_hooks({retry_after_instance_outage})
+        for op in (stage_report, extract_pages, archive_pages, publish_manifest)
+    )  # a step failed by Dagster's database, not by us, is retried (defs/reports/guard.py)
+    staged, tasks = stage()
+    archived = tasks.map(lambda task: archive(staged, extract(task)))
+    published, *results = publish(staged, archived.collect())
     names = [spec.get_python_identifier() for spec in MONTH_CHECK_SPECS]
     return {"result": published, **dict(zip(names, results, strict=True))}

@@ -6,14 +6,26 @@ are dead letters that Dagster will not retry (`allow_retries=False`), visible as
 re-execute from failure. A full disk is one of its own (reason `disk_full`, naming the root by its
 setting): neither retried nor a refusal, re-executed from failure once there is space again. Bad
 image bytes never get here: the worker quarantines them in place.
+
+One failure is not ours to decide: Dagster's instance database failing under a step (Postgres
+restarted or briefly down, sqlite locked) while Dagster writes the step's events. The step fails
+in Dagster's own code, a step failure, which run retries skip (`retry_on_asset_or_op_failure:
+false` in dagster.yaml, so that dead letters wait for a person) and which no RetryPolicy covers,
+so the month stayed failed. `retry_after_instance_outage`, a failure hook on every report op,
+marks such a run with Dagster's own `dagster/retry_on_asset_or_op_failure` tag before the run
+fails, and run retries then re-execute it from failure like a crashed worker (at most
+`max_retries` times). Any other step failure is left as it is.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import dagster as dg
+import sqlalchemy.exc
 
 from report_pipeline.core.intake.intake import RefusedInput
 from report_pipeline.core.storage.store import DiskFull, StorageError
@@ -71,3 +83,49 @@ def guarded(context: dg.OpExecutionContext, work: Callable[[], T]) -> T:
             metadata={"reason": "unexpected", "attempts": tries},
             allow_retries=False,
         ) from error
+
+
+RETRY_ON_FAILURE_TAG = "dagster/retry_on_asset_or_op_failure"  # run retries' own override
+OUTAGE_ERRORS = (
+    sqlalchemy.exc.OperationalError,  # the server went away, refused, or is restarting
+    sqlalchemy.exc.InterfaceError,  # the connection was closed under the statement
+    sqlalchemy.exc.DisconnectionError,
+    sqlite3.OperationalError,  # "database is locked"
+)
+DRIVER_OUTAGES = {("psycopg2", "OperationalError"), ("psycopg2", "InterfaceError")}
+TAG_TRIES = 3  # the database answered the step's failure event: it is back, or nearly
+
+
+def instance_outage(error: BaseException | None) -> bool:
+    """Whether `error`, or an error it was raised from, is the database failing (not an answer
+    from it: a constraint or a bad statement is not an outage)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        kind = type(error)
+        if isinstance(error, OUTAGE_ERRORS):
+            return True
+        if (kind.__module__.split(".")[0], kind.__name__) in DRIVER_OUTAGES:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+@dg.failure_hook(name="retry_after_instance_outage")
+def retry_after_instance_outage(context: dg.HookContext) -> None:
+    """A step failed because Dagster's database failed under it: let run retries re-execute
+    the run from failure (module docstring)."""
+    if not instance_outage(context.op_exception):
+        return
+    for attempt in range(TAG_TRIES):
+        try:
+            context.instance.add_run_tags(context.run_id, {RETRY_ON_FAILURE_TAG: "true"})
+            break
+        except Exception:  # noqa: BLE001 - still down: try again, then leave it to a person
+            if attempt == TAG_TRIES - 1:
+                return
+            time.sleep(2**attempt)
+    context.log.warning(
+        f"{context.op.name} failed because Dagster's database failed under it "
+        f"({type(context.op_exception).__name__}); run retries will re-execute it from failure"
+    )

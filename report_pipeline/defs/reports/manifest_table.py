@@ -20,7 +20,7 @@ from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import StoreResource
 from report_pipeline.defs.reports.assets import report_manifest
-from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded
+from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded, retry_after_instance_outage
 from report_pipeline.defs.reports.ops import MONTH_GENERATION_TAG, PUBLISHED_MANIFEST_TAG
 
 SCHEMA = dg.TableSchema(
@@ -89,6 +89,7 @@ def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
     group_name="reports",
     kinds={"pandas", "csv"},
     retry_policy=STORAGE_RETRY,  # like every op that does storage I/O (defs/reports/guard.py)
+    hooks={retry_after_instance_outage},
     automation_condition=FOLLOWS_REPORT_MANIFEST,
 )
 def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):

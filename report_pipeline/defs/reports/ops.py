@@ -100,8 +100,9 @@ def stage_report(
     The step's metadata names the file used and the files it superseded."""
     month = context.partition_key
     pages_per_task = config.pages_per_task or settings.pages_per_task
+    lineage = (context.run.parent_run_id, context.run.root_run_id)  # set on a re-execution
     run = RunIdentity(context.run_id, context.run.tags.get(claims.CLAIM_TAG, ""),
-                      runs_of(context.instance))  # fmt: skip
+                      runs_of(context.instance), tuple(r for r in lineage if r))  # fmt: skip
 
     def tag(staged: StagedReport) -> None:
         chosen = staged.source_file.source if staged.source_file else inbox.name

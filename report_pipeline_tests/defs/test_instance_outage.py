@@ -1,0 +1,121 @@
+"""Dagster's database fails under a step (issue 26's database, the timing that
+test_fault_servers.py case 1 hits only sometimes): Postgres restarted while Dagster itself wrote
+a step's event. The step fails in Dagster's code, before ours; the run is marked for run retries
+(defs/reports/guard.py, `retry_after_instance_outage`), and its re-execution from failure, what
+run retries launch, completes the month. A dead letter of ours is still not retried."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from report_pipeline.defs.reports.guard import RETRY_ON_FAILURE_TAG, instance_outage
+from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.defs.outage_storage import MARKER, instance_yaml
+from report_pipeline_tests.operate import reexec_job
+from report_pipeline_tests.operate.test_reexecution import assert_one_complete_manifest
+
+pytestmark = pytest.mark.slow
+
+MONTH = "2026-10"
+TAGS = {"dagster/partition": MONTH}
+WILL_RETRY = "dagster/will_retry"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch) -> Path:
+    for name in ["inbox", "store", "work"]:
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(f"REPORT_PIPELINE_{name.upper()}", str(tmp_path / name))
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+def drop(home: Path, data: bytes) -> None:
+    (home.parent / "inbox" / MONTH).mkdir(parents=True)
+    (home.parent / "inbox" / MONTH / "report.pdf").write_bytes(data)
+
+
+def outage_instance(home: Path, step: str, event_type: str) -> dg.DagsterInstance:
+    (home / "dagster.yaml").write_text(instance_yaml(home, step, event_type))
+    return dg.DagsterInstance.from_config(str(home))
+
+
+def run(instance: dg.DagsterInstance, **options) -> dg.ExecuteJobResult:
+    job = dg.reconstructable(reexec_job.job)  # extract_report_job, roots from the environment
+    return dg.execute_job(job, instance, tags=TAGS, raise_on_error=False, **options)
+
+
+def failures(result: dg.ExecuteJobResult) -> list[dg.DagsterEvent]:
+    return [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+
+
+@pytest.mark.parametrize(
+    ("step", "event_type"),
+    [
+        ("publish_manifest", "STEP_INPUT"),
+        ("stage_report", "STEP_OUTPUT"),
+        ("extract_pages", "STEP_START"),
+        ("manifest_table", "STEP_START"),
+    ],  # fmt: skip
+)
+def test_a_step_failed_by_the_database_is_retried_and_its_retry_completes_the_month(
+    home, step, event_type
+):
+    drop(home, fixture_pdf("monthly_report.pdf").read_bytes())
+    with outage_instance(home, step, event_type) as instance:
+        failed = run(instance)
+        assert not failed.success and (home / "history/runs" / MARKER).exists()
+        (failure,) = failures(failed)
+        assert failure.step_key.rsplit(".", 1)[-1].startswith(step)
+        assert "OperationalError" in failure.step_failure_data.error.message
+        marked = instance.get_run_by_id(failed.run_id)
+        assert marked.tags[RETRY_ON_FAILURE_TAG] == "true" and marked.tags[WILL_RETRY] == "true"
+        options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
+        assert run(instance, reexecution_options=options).success  # what run retries launch
+    assert_one_complete_manifest(home.parent)
+
+
+def test_a_dead_letter_of_ours_is_still_not_retried(home):
+    drop(home, b"not a pdf at all\n" * 10)
+    with outage_instance(home, "never", "STEP_INPUT") as instance:
+        refused = run(instance)
+        (failure,) = failures(refused)
+        assert "report refused" in failure.step_failure_data.error.message
+        marked = instance.get_run_by_id(refused.run_id)
+        assert RETRY_ON_FAILURE_TAG not in marked.tags and marked.tags[WILL_RETRY] == "false"
+
+
+def database_error(driver_error: Exception) -> Exception:
+    import sqlalchemy.exc
+
+    return sqlalchemy.exc.OperationalError("SELECT 1", {}, driver_error)
+
+
+def chained(outer: Exception, cause: Exception) -> Exception:
+    try:
+        try:
+            raise cause
+        except Exception as inner:
+            raise outer from inner
+    except Exception as raised:
+        return raised
+
+
+@pytest.mark.parametrize(
+    ("error", "outage"),
+    [
+        (database_error(Exception("server closed the connection unexpectedly")), True),
+        (chained(dg.Failure("dead letter: unexpected OperationalError"),
+                 database_error(Exception("the database system is starting up"))), True),
+        (__import__("sqlite3").OperationalError("database is locked"), True),
+        (dg.Failure("report refused (not_pdf): ..."), False),
+        (chained(dg.Failure("dead letter after 4 attempt(s)"), TimeoutError("S3")), False),
+        (__import__("sqlalchemy").exc.IntegrityError("INSERT", {}, Exception("dup")), False),
+        (None, False),
+    ],
+)  # fmt: skip
+def test_what_counts_as_the_database_failing(error, outage):
+    assert instance_outage(error) is outage
