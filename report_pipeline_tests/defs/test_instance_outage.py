@@ -15,6 +15,7 @@ from report_pipeline.defs.reports.guard import RETRY_ON_FAILURE_TAG, instance_ou
 from report_pipeline_tests.conftest import fixture_pdf
 from report_pipeline_tests.defs.outage_storage import MARKER, instance_yaml
 from report_pipeline_tests.operate import reexec_job
+from report_pipeline_tests.operate.reexec_job import FAULT
 from report_pipeline_tests.operate.test_reexecution import assert_one_complete_manifest
 
 pytestmark = pytest.mark.slow
@@ -86,6 +87,28 @@ def test_a_dead_letter_of_ours_is_still_not_retried(home):
         assert "report refused" in failure.step_failure_data.error.message
         marked = instance.get_run_by_id(refused.run_id)
         assert RETRY_ON_FAILURE_TAG not in marked.tags and marked.tags[WILL_RETRY] == "false"
+
+
+def test_a_retry_that_inherited_the_tag_and_meets_a_dead_letter_is_not_retried_again(
+    home, monkeypatch
+):
+    """Run retries copy the parent's tags, the retry tag among them: a dead letter in the retry
+    (a permanent storage error writing child records) turns it off again."""
+    drop(home, fixture_pdf("monthly_report.pdf").read_bytes())
+    with outage_instance(home, "publish_manifest", "STEP_INPUT") as instance:
+        failed = run(instance)
+        parent = instance.get_run_by_id(failed.run_id)
+        assert parent.tags[RETRY_ON_FAILURE_TAG] == "true"
+        inherited = {k: v for k, v in parent.tags.items() if k != WILL_RETRY}  # as the daemon
+        monkeypatch.setenv(FAULT, "put_bytes:1:archive/*/manifest.json")
+        options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
+        job = dg.reconstructable(reexec_job.job)
+        retry = dg.execute_job(job, instance, tags=inherited, raise_on_error=False,
+                               reexecution_options=options)  # fmt: skip
+        (failure,) = failures(retry)
+        assert "dead letter" in failure.step_failure_data.error.message
+        child = instance.get_run_by_id(retry.run_id)
+        assert child.tags[RETRY_ON_FAILURE_TAG] == "false" and child.tags[WILL_RETRY] == "false"
 
 
 def database_error(driver_error: Exception) -> Exception:

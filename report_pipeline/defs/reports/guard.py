@@ -111,20 +111,34 @@ def instance_outage(error: BaseException | None) -> bool:
     return False
 
 
+def _set_retry_tag(context: dg.HookContext, value: str) -> bool:
+    for attempt in range(TAG_TRIES):
+        try:
+            context.instance.add_run_tags(context.run_id, {RETRY_ON_FAILURE_TAG: value})
+            return True
+        except Exception:  # noqa: BLE001 - still down: try again, then leave it to a person
+            if attempt < TAG_TRIES - 1:
+                time.sleep(2**attempt)
+    return False
+
+
 @dg.failure_hook(name="retry_after_instance_outage")
 def retry_after_instance_outage(context: dg.HookContext) -> None:
     """A step failed because Dagster's database failed under it: let run retries re-execute
-    the run from failure (module docstring)."""
+    the run from failure (module docstring). A retry inherits its parent's tags: a dead letter
+    in a run that carries the tag turns it off, and wins over an outage in the same run, so a
+    dead letter still waits for a person."""
+    try:
+        run = context.instance.get_run_by_id(context.run_id)
+    except Exception:  # noqa: BLE001 - the database may still be failing: decide without it
+        run = None
+    tagged = run.tags.get(RETRY_ON_FAILURE_TAG) if run is not None else None
     if not instance_outage(context.op_exception):
+        if tagged == "true":
+            _set_retry_tag(context, "false")
         return
-    for attempt in range(TAG_TRIES):
-        try:
-            context.instance.add_run_tags(context.run_id, {RETRY_ON_FAILURE_TAG: "true"})
-            break
-        except Exception:  # noqa: BLE001 - still down: try again, then leave it to a person
-            if attempt == TAG_TRIES - 1:
-                return
-            time.sleep(2**attempt)
+    if tagged == "false" or not _set_retry_tag(context, "true"):
+        return
     context.log.warning(
         f"{context.op.name} failed because Dagster's database failed under it "
         f"({type(context.op_exception).__name__}); run retries will re-execute it from failure"
