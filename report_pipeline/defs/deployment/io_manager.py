@@ -7,10 +7,9 @@ in the UI for nothing.
 Written on `dg.IOManager` with pathlib rather than on `dg.UPathIOManager`, which the first
 version subclassed: that one writes a DEBUG line for every output written and every input read
 ("Writing the output under ..."), and at the committed `python_log_level: DEBUG` each line is an
-event in the run's log (10 a report run, ~5 ms each; nothing in them that the run's
-HANDLED_OUTPUT and LOADED_INPUT events do not say), and it imports upath and fsspec (~20 ms of
-every run worker's start) for paths that are always local here (bench/HISTORY.md, "A run
-worker's own cost")."""
+event in the run's log (10 a report run, ~5 ms each in every run worker; nothing in them that
+the run's HANDLED_OUTPUT and LOADED_INPUT events do not say: bench/HISTORY.md, "A run worker's
+own cost")."""
 
 from __future__ import annotations
 
