@@ -94,18 +94,25 @@ def fresh_load() -> dict:
     """What a fresh Python sees once it has loaded the definitions (one process for the tests
     below: each such process takes ~2 s of CPU)."""
     import json
+    import os
     import subprocess
     import sys
 
     code = (
         "import gc, json, sys; import report_pipeline.definitions;"
         "pandas = 'pandas' in sys.modules;"
+        "top = {m.split('.')[0] for m in sys.modules};"
+        "s3 = sorted(top & {'botocore', 'boto3', 'dagster_aws'});"
         "frozen = gc.get_freeze_count();"
         "after = [[] for _ in range(1000)];"
-        "print(json.dumps({'pandas': pandas, 'frozen': frozen, 'unfrozen': len(gc.get_objects()),"
+        "print(json.dumps({'pandas': pandas, 's3': s3, 'frozen': frozen,"
+        " 'unfrozen': len(gc.get_objects()),"
         " 'unchanged': gc.get_freeze_count() == frozen}))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "REPORT_PIPELINE_DEPLOYMENT"}  # embedded
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     return json.loads(done.stdout)
 
 
@@ -122,3 +129,10 @@ def test_loading_the_definitions_does_not_import_pandas(fresh_load):
     """pandas is imported by the step that builds the manifest table (core/archive/table.py),
     not by every code server, sensor tick, CLI call and run worker that loads the definitions."""
     assert fresh_load["pandas"] is False
+
+
+def test_the_embedded_default_loads_no_s3_client_library(fresh_load):
+    """Every run worker, code server and CLI call loads the definitions: on the embedded default
+    they import no botocore, boto3 or dagster_aws (the production deployment's, imported where
+    its resources are built; Dagster's sqlite instance imports none of them either)."""
+    assert fresh_load["s3"] == []

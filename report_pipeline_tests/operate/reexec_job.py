@@ -18,6 +18,7 @@ from report_pipeline.defs.deployment.deployment import (
     WORK_ENV,
     root,
 )
+from report_pipeline.defs.deployment.io_manager import LocalIOManager
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
     PipelineSettingsResource,
@@ -54,6 +55,7 @@ def job() -> dg.JobDefinition:
                 work_root=root(WORK_ENV), pages_per_task=PAGES_PER_TASK
             ),
             "checks": CheckSettingsResource(),
+            "io_manager": LocalIOManager(),  # the embedded default's: re-executions read it
         },
         executor=EXECUTOR,
     )

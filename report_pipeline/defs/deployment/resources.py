@@ -20,7 +20,6 @@ from pathlib import Path
 import dagster as dg
 
 from report_pipeline.core.intake.intake import RefusedInput
-from report_pipeline.core.intake.s3_source import S3PrefixSource
 from report_pipeline.core.intake.sources import LocalInboxSource, ReportSource
 from report_pipeline.core.model.settings import (
     EXTRACTOR_VERSION,
@@ -86,6 +85,7 @@ class InboxResource(dg.ConfigurableResource):
 
 def _build(spec: SourceSpec) -> ReportSource:
     if spec.bucket:
+        from report_pipeline.core.intake.s3_source import S3PrefixSource  # botocore
         from report_pipeline.defs.deployment.s3_clients import (
             s3_source_client,  # dagster_aws: ~0.4 s
         )
