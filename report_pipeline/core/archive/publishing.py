@@ -77,6 +77,16 @@ def record_children(
     handed over in this process (core/model/handover.py). The outcomes file is working
     material, deleted with the rest of it once the manifest is complete (`publish`), or by the
     janitor."""
+    archived, children = children_of(store, extracted, attempt)
+    write_children(store, archived, children)
+    return archived, children
+
+
+def children_of(
+    store: Store, extracted: ExtractedTask, attempt: int
+) -> tuple[ArchivedTask, list[ChildRecord]]:
+    """What `record_children` records, not yet written (`write_children` writes it): the
+    archive step uploads its result beside that write (defs/reports/ops.py)."""
     task = extracted.task
     outcomes = handover.take(extracted)  # extraction's, in this process (handover.py)
     if outcomes is None:
@@ -84,7 +94,6 @@ def record_children(
     tries = extracted.attempts + attempt - 1
     children = [_child(outcome, task.queued_at, tries, outcome.object_key) for outcome in outcomes]
     children_key = keys.children_key(task.ref.report_id, task.ref.revision, task.task_key)
-    store_json.write_children(store, children_key, children)  # the outcomes stay: work/ material
     quarantined = sum(c.state == "quarantined" for c in children)
     archived = sum(c.state == "archived" for c in children)
     result = ArchivedTask(
@@ -92,6 +101,12 @@ def record_children(
         extracted.peak_rss_kib,
     )  # fmt: skip
     return result, children
+
+
+def write_children(store: Store, archived: ArchivedTask, children: list[ChildRecord]) -> None:
+    """The task's child records, at `archived.children_key` (the outcomes stay: work/
+    material)."""
+    store_json.write_children(store, archived.children_key, children)
 
 
 def publish(

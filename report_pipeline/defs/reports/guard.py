@@ -20,14 +20,17 @@ fails, and run retries then re-execute it from failure like a crashed worker (at
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import dagster as dg
 import sqlalchemy.exc
 
 from report_pipeline.core.intake.intake import RefusedInput
+from report_pipeline.core.storage.parallel_io import meanwhile
 from report_pipeline.core.storage.store import DiskFull, StorageError
 
 T = TypeVar("T")
@@ -143,3 +146,22 @@ def retry_after_instance_outage(context: dg.HookContext) -> None:
         f"{context.op.name} failed because Dagster's database failed under it "
         f"({type(context.op_exception).__name__}); run retries will re-execute it from failure"
     )
+
+
+@contextmanager
+def guarded_beside(
+    context: dg.OpExecutionContext, store: Any, write: Callable[[], object]
+) -> Iterator[None]:
+    """`write` (the step's last storage I/O) run beside the `with` block, which yields the
+    step's output: on S3 the output's upload by the IO manager and `write` cost one round trip's
+    wait, not two (core/storage/parallel_io.py, `meanwhile`). Leaving the block waits for
+    `write`, before the step can succeed, and its failure is decided here as `guarded` decides
+    it, in the op's thread; the block's own failure wins."""
+    block = meanwhile(store, write)
+    block.__enter__()
+    try:
+        yield
+    except BaseException:
+        block.__exit__(*sys.exc_info())
+        raise
+    guarded(context, lambda: block.__exit__(None, None, None))

@@ -2,6 +2,9 @@
 each. `stage_report` translates what core/stage_decision.py decides for the run's month (no
 report, a superseded report, reuse, a claim another run holds, staged) into Dagster's outputs."""
 
+from collections.abc import Iterator
+from functools import partial
+
 import dagster as dg
 from pydantic import Field
 
@@ -38,7 +41,7 @@ from report_pipeline.defs.deployment.resources import (
     StoreResource,
 )
 from report_pipeline.defs.reports.claiming import runs_of
-from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded, owner
+from report_pipeline.defs.reports.guard import STORAGE_RETRY, guarded, guarded_beside, owner
 from report_pipeline.defs.reports.metadata import (
     manifest_metadata,
     page_group_metadata,
@@ -181,15 +184,16 @@ def extract_pages(
     )
 
 
-@dg.op(retry_policy=STORAGE_RETRY)
+@dg.op(out=dg.Out(ArchivedTask), retry_policy=STORAGE_RETRY)
 def archive_pages(
     context: dg.OpExecutionContext, store: StoreResource, staged: StagedReport,
     extracted: ExtractedTask,
-) -> dg.Output[ArchivedTask]:  # fmt: skip
+) -> Iterator[dg.Output[ArchivedTask]]:  # fmt: skip
     """One page group (first_page..last_page): record its children beside the images and
     quarantined streams that extraction already wrote to the revision's archive (once per
     content hash), and write the group's child records (a per-page table in the step's
-    metadata).
+    metadata). The records are written beside the step's output (one wait on S3, not two):
+    the step succeeds only once both are stored.
 
     `staged` ties each archive step to `stage_report` as well as to its own extraction. Without
     it, a re-execution from failure of a run killed before any extraction finished selects the
@@ -200,10 +204,13 @@ def archive_pages(
     if extracted.task.ref != staged.ref:
         raise dg.Failure("archive_pages got a task of another revision", allow_retries=False)
     attempt = context.retry_number + 1
+    backend = guarded(context, store.get_store)  # in the op's thread (see publish_manifest)
     archived, children = guarded(
-        context, lambda: publishing.record_children(store.get_store(), extracted, attempt)
+        context, lambda: publishing.children_of(backend, extracted, attempt)
     )
-    return dg.Output(archived, metadata=task_metadata(archived, children))
+    write = partial(publishing.write_children, backend, archived, children)
+    with guarded_beside(context, backend, write):
+        yield dg.Output(archived, metadata=task_metadata(archived, children))
 
 
 @dg.op(
