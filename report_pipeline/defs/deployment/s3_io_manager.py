@@ -10,6 +10,9 @@ kept: their keys hold the run id and the step, and nobody writes them again, so 
 object. An asset's output (one key per partition, which another run may overwrite) is always
 read from the bucket. Copies of earlier runs are dropped when a run writes its first output;
 none over `KEEP_BYTES` is kept.
+
+An op that yields several outputs inside `op_outputs.uploaded_together` has them uploaded side by
+side, each stored before its step can succeed (op_outputs.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dagster import UPathIOManager
 from dagster_aws.s3 import PickledObjectS3IOManager, S3PickleIOManager
 from pydantic import PrivateAttr
 from upath import UPath
+
+from report_pipeline.defs.deployment import op_outputs
 
 KEEP_BYTES = 16 * 1024 * 1024  # the copies one run keeps in memory, all outputs together
 
@@ -38,14 +43,19 @@ class _KeepsItsOwnOutputs(PickledObjectS3IOManager):
         self._copies: dict[str, bytes] = {}
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
-        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
-        self.s3.upload_fileobj(io.BytesIO(data), self.bucket, path.as_posix())
+        data, key = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), path.as_posix()
+
+        def put() -> None:
+            self.s3.upload_fileobj(io.BytesIO(data), self.bucket, key)
+
         if context.has_asset_key:
+            put()
             return
         if context.run_id != self._run_id:
             self._run_id, self._copies = context.run_id, {}
         if sum(map(len, self._copies.values())) + len(data) <= KEEP_BYTES:
-            self._copies[path.as_posix()] = data
+            self._copies[key] = data
+        op_outputs.upload(context.run_id, context.step_key, put)  # beside the step's others
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         data = self._copies.get(path.as_posix())

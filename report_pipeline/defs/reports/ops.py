@@ -34,6 +34,7 @@ from report_pipeline.core.stage_decision import (
     stage_for_run,
 )
 from report_pipeline.defs.deployment.check_settings import CheckSettingsResource
+from report_pipeline.defs.deployment.op_outputs import uploaded_together
 from report_pipeline.defs.deployment.partitions import monthly_partitions
 from report_pipeline.defs.deployment.resources import (
     InboxResource,
@@ -141,9 +142,10 @@ def stage_report(
         context.log.info("revision already archived with a complete manifest: nothing to extract")
     meta = {**staged_metadata(staged), "page_groups": len(tasks), "pages_per_task": pages_per_task,
             "target_task_units": settings.target_task_units}  # fmt: skip
-    yield dg.Output(staged, "staged", metadata=meta)
-    for task in tasks:
-        yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")
+    with uploaded_together(context):  # side by side, all stored before the step succeeds
+        yield dg.Output(staged, "staged", metadata=meta)
+        for task in tasks:
+            yield dg.DynamicOutput(task, mapping_key=task.task_key, output_name="tasks")
 
 
 def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, source: str):
