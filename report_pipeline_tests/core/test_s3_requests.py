@@ -13,9 +13,11 @@ from dataclasses import replace
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from report_pipeline.core.archive import months
 from report_pipeline.core.archive.publishing import record_children
+from report_pipeline.core.archive.table import write_current_table
 from report_pipeline.core.checks import month_checks
-from report_pipeline.core.model import handover
+from report_pipeline.core.model import handover, keys
 from report_pipeline.core.model.settings import PipelineSettings
 from report_pipeline.core.pipeline import run_report
 from report_pipeline.core.steps import extract, stage
@@ -184,3 +186,33 @@ def test_an_extraction_staged_in_this_process_reads_back_neither_source_nor_draw
     gets = [s for s in sent if s.startswith("GET")]
     assert any(staged.ref.staged_key in s for s in gets), gets
     assert (again.validated, again.quarantined) == (extracted.validated, extracted.quarantined)
+
+
+def test_the_table_of_a_manifest_published_in_this_process_is_written_beside_the_months_check(
+    s3, tmp_path, small_report
+):
+    """The manifest publishing left current, handed over in the process (handover.py), is not
+    read back: its table is written beside the check that no later generation of the month's
+    record exists (one wait on S3). The table is the one a read of the manifest gives; a
+    hand-over of another generation is not taken."""
+    store = S3Store(s3.client, s3.bucket, prefix="pipeline")
+    manifest = run_report(store, small_report, PipelineSettings(tmp_path / "work"), "inbox",
+                          "2026-10")  # fmt: skip
+    key = keys.manifest_key(manifest.report_id, manifest.parent_revision)
+    generation = months.current(store, "2026-10").head.generation
+    sent: list[str] = []
+    s3.client.meta.events.register(
+        "before-send.s3", lambda request, **_: sent.append(f"{request.method} {request.url}")
+    )
+    handover.hand_over_manifest(store, key, generation, manifest)
+    done, table_key, written = write_current_table(store, "2026-10", key, generation)
+    assert written and done == manifest
+    assert sorted(s.split(" ")[0] for s in sent) == ["HEAD", "PUT"], sent  # no GET
+    assert keys.current_key("2026-10", generation + 1) in next(s for s in sent if "HEAD" in s)
+    table = store.get_bytes(table_key, 1 << 20)
+    store.delete_many([table_key])
+    handover.hand_over_manifest(store, key, generation + 1, manifest)  # not this generation's
+    sent.clear()
+    assert write_current_table(store, "2026-10", key, generation)[2]
+    assert any(s.startswith("GET") and key in s for s in sent), sent
+    assert store.get_bytes(table_key, 1 << 20) == table  # the same table, read or handed over

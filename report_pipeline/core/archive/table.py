@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from report_pipeline.core.archive.months import latest_archived
+from report_pipeline.core.model import handover, keys
 from report_pipeline.core.model.keys import manifest_table_key
 from report_pipeline.core.model.records import Manifest
+from report_pipeline.core.storage.parallel_io import together
 from report_pipeline.core.storage.store import Store
 
 if TYPE_CHECKING:
@@ -67,3 +70,27 @@ def write_table(store: Store, manifest: Manifest) -> tuple[str, bool]:
     key = manifest_table_key(manifest.report_id, manifest.parent_revision)
     written = store.put_if_absent(key, frame(manifest).to_csv(index=False).encode())
     return key, written
+
+
+def write_current_table(
+    store: Store, month: str, expected: str = "", generation: int = 0
+) -> tuple[Manifest, str, bool] | None:
+    """The table of the month's current revision (`months.latest_archived`, whose hints
+    `expected` and `generation` are): (its manifest, the table's key, whether this call wrote
+    it); None when nothing is archived. When this process published `expected` (handover.py),
+    the table is written beside the check that no later generation of the month's record
+    exists, one wait on S3 instead of two; a later one (the month moved on meanwhile) leaves
+    that revision's table written, true of it, and the month's current revision is read."""
+    known = handover.take_manifest(expected, generation) if expected and generation > 0 else None
+    if known is not None and known.state == "complete":
+        later, (key, written) = together(
+            store,
+            lambda: store.exists(keys.current_key(month, generation + 1)),
+            lambda: write_table(store, known),
+        )
+        if not later:
+            return known, key, written
+    found = latest_archived(store, month, expected, generation)
+    if found is None:
+        return None
+    return found[1], *write_table(store, found[1])

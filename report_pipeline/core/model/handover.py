@@ -11,6 +11,10 @@ The same holds for a plan's source and draws (the objects stay, read whenever no
 handed over): they match one plan exactly (its revision and the time it was queued), are kept
 for every task of that plan, and only the latest plan's are kept, if its source is at most
 `SOURCE_BYTES`.
+The manifest a run's publishing left current goes to that run's `manifest_table`, which then
+writes its table beside the check that the month has not moved on (core/archive/table.py): it
+matches the manifest's key and the generation of the month's record that names it, and is
+taken once; the object stays the record, read whenever nothing was handed over.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from report_pipeline.core.model.messages import ExtractedTask, PageTask
-from report_pipeline.core.model.records import OutcomeRecord
-from report_pipeline.core.model.store_json import outcomes_from_bytes
+from report_pipeline.core.model.records import Manifest, OutcomeRecord
+from report_pipeline.core.model.store_json import dumps, loads, outcomes_from_bytes
 from report_pipeline.core.storage.parallel_io import io_workers
 from report_pipeline.core.storage.store import Store
 
@@ -75,3 +79,27 @@ def take_plan(task: PageTask) -> tuple[bytes, bytes] | None:
         if _plan is None or _plan[0] != (task.ref.revision, task.queued_at):
             return None
         return _plan[1], _plan[2]
+
+
+_manifest: tuple[tuple[str, int], bytes] | None = None  # (key, generation), the manifest's JSON
+
+
+def hand_over_manifest(store: Store, key: str, generation: int, manifest: Manifest) -> None:
+    """Keep `manifest` (stored at `key`, named by generation `generation` of the month's
+    record) for this run's manifest_table, when reading it back costs a wait (S3)."""
+    global _manifest
+    if io_workers(store) <= 1:
+        return
+    with _lock:
+        _manifest = (key, generation), dumps(manifest)
+
+
+def take_manifest(key: str, generation: int) -> Manifest | None:
+    """The manifest handed over for exactly (`key`, `generation`), once, as a read of its
+    object returns it; None: read it from the store."""
+    global _manifest
+    with _lock:
+        if _manifest is None or _manifest[0] != (key, generation):
+            return None
+        data, _manifest = _manifest[1], None
+    return loads(data)

@@ -13,8 +13,7 @@ or backfill of `report_manifest` alone.
 
 import dagster as dg
 
-from report_pipeline.core.archive.months import latest_archived
-from report_pipeline.core.archive.table import COLUMNS, rows, write_table
+from report_pipeline.core.archive.table import COLUMNS, rows, write_current_table
 from report_pipeline.core.model.records import Manifest
 from report_pipeline.core.storage.store import Store
 from report_pipeline.defs.deployment.partitions import monthly_partitions
@@ -47,15 +46,17 @@ FOLLOWS_REPORT_MANIFEST = (
 ).with_label("after each report_manifest update")
 
 
-def _current_manifest(context: dg.AssetExecutionContext, store: Store) -> Manifest:
-    """The manifest of the month's current revision (the one truth: core/model/current.py). In
-    the month's run, publish_manifest tagged the run with the manifest it left current and the
-    generation of the month's record that names it: that manifest is read beside a check that
-    no later generation exists (`latest_archived`). A run without those tags reads the month."""
+def _current_table(context: dg.AssetExecutionContext, store: Store) -> tuple[Manifest, str, bool]:
+    """The table of the month's current revision (the one truth: core/model/current.py): its
+    manifest, key and whether it was written here. In the month's run, publish_manifest tagged
+    the run with the manifest it left current and the generation of the month's record that
+    names it: that manifest is used if no later generation exists, asked beside its read (or,
+    handed over in this process, beside the table's write: core/archive/table.py). A run
+    without those tags reads the month."""
     run = context.instance.get_run_by_id(context.run.run_id)  # tagged during the run
     tags = run.tags if run is not None else {}
     generation = tags.get(MONTH_GENERATION_TAG, "")
-    found = latest_archived(
+    found = write_current_table(
         store,
         context.partition_key,
         tags.get(PUBLISHED_MANIFEST_TAG, ""),
@@ -63,7 +64,7 @@ def _current_manifest(context: dg.AssetExecutionContext, store: Store) -> Manife
     )
     if found is None:
         raise dg.Failure(f"nothing is archived for {context.partition_key}")
-    return found[1]
+    return found
 
 
 def ui_table(manifest: Manifest) -> dict[str, dg.MetadataValue]:
@@ -98,12 +99,7 @@ def manifest_table(context: dg.AssetExecutionContext, store: StoreResource):
     (a rerun of an unchanged report finds it and writes nothing); the rows are shown in the
     metadata's `images` table."""
 
-    def work() -> tuple[Manifest, str, bool]:
-        backend = store.get_store()
-        manifest = _current_manifest(context, backend)
-        return manifest, *write_table(backend, manifest)
-
-    manifest, key, written = guarded(context, work)
+    manifest, key, written = guarded(context, lambda: _current_table(context, store.get_store()))
     return dg.MaterializeResult(metadata=table_metadata(manifest, key, written))
 
 

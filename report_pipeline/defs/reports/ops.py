@@ -13,6 +13,7 @@ from report_pipeline.core.archive import publishing
 from report_pipeline.core.intake import claims
 from report_pipeline.core.intake.month_report import NO_REPORT
 from report_pipeline.core.intake.submission import REVISION_TAG, check_open, revision_tags
+from report_pipeline.core.model import handover
 from report_pipeline.core.model.clock import utc_now
 from report_pipeline.core.model.keys import manifest_key
 from report_pipeline.core.model.messages import (
@@ -271,6 +272,7 @@ def publish_manifest(
             context.run.run_id,
             {PUBLISHED_MANIFEST_TAG: key, MONTH_GENERATION_TAG: str(generation[-1])},
         )
+        handover.hand_over_manifest(backend, key, generation[-1], manifest)  # the same, in-process
     published = PublishedManifest.of(manifest, key)
     metadata = manifest_metadata(manifest, key, reused)
     yield dg.Output(
