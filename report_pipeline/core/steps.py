@@ -174,6 +174,16 @@ def extract(
     store: Store, task: PageTask, settings: PipelineSettings, owner: str, attempt: int = 1,
     decoders: Decoders = decode_pages,
 ) -> ExtractedTask:  # fmt: skip
+    """`extract_unwritten`, its outcomes file written before it returns."""
+    extracted, write_outcomes = extract_unwritten(store, task, settings, owner, attempt, decoders)
+    write_outcomes()
+    return extracted
+
+
+def extract_unwritten(
+    store: Store, task: PageTask, settings: PipelineSettings, owner: str, attempt: int = 1,
+    decoders: Decoders = decode_pages,
+) -> tuple[ExtractedTask, Callable[[], None]]:  # fmt: skip
     """Decode, validate and normalize the task's images in isolated decoders, and write each
     validated image (and each quarantined stream) once, straight to its content-addressed key in
     the revision's archive; the outcomes go to `work/` for the archive step.
@@ -188,6 +198,10 @@ def extract(
     only if absent (a retry or a rerun writes nothing new). `attempt` is the step's attempt
     (1: the first), kept on the result for the manifest. `decoders`: the confined pool; only a
     measurement or a test that compares against it passes another (decode.child.decode_in_process).
+
+    Returns the result and the outcomes file's write, which the caller runs before the task
+    counts as done (`extract` at once; the extraction step beside its output's upload, one S3
+    wait instead of two: defs/reports/ops.py). Only a successful step's outcomes are ever read.
     """
     started = utc_now()
     lease = lease_for(settings, owner)
@@ -215,10 +229,7 @@ def extract(
                 records.append(OutcomeRecord(outcome, key, lease.lease_until, md5))
             records.sort(key=lambda r: (r.outcome.page, r.outcome.index))
             outcomes_key = keys.outcomes_key(task.ref.revision, task.task_key)
-            # beside the last uploads: the step fails, and its retry writes both again, if any
-            # of them fails; only a successful step's outcomes are ever read
-            uploads.first_done()  # the marker before the outcomes too
-            written = store_json.write_outcomes(store, outcomes_key, records)
+            written = store_json.outcomes_to_bytes(records)
     valid = sum(r.outcome.state == "validated" for r in records)
     quarantined = sum(r.outcome.state == "quarantined" for r in records)
     peak = max(peak_rss_kib(), peak_child_rss_kib())
@@ -227,7 +238,9 @@ def extract(
         uploads.created, attempt,
     )  # fmt: skip
     handover.hand_over(store, extracted, written)  # the archive step, if in this process
-    return extracted
+    # after every upload (the marker's included): the step fails, and its retry writes them
+    # all again, if any of them fails
+    return extracted, partial(store.put_bytes, outcomes_key, written)
 
 
 def _decode(

@@ -197,9 +197,14 @@ def read_outcomes(store: Store, key: str) -> list[OutcomeRecord]:
 
 def write_outcomes(store: Store, key: str, records: list[OutcomeRecord]) -> bytes:
     """Write the outcomes file; returns its bytes."""
-    data = json.dumps([outcome_to_json(r) for r in records]).encode()
+    data = outcomes_to_bytes(records)
     store.put_bytes(key, data)
     return data
+
+
+def outcomes_to_bytes(records: list[OutcomeRecord]) -> bytes:
+    """The outcomes file's bytes."""
+    return json.dumps([outcome_to_json(r) for r in records]).encode()
 
 
 def outcomes_from_bytes(data: bytes) -> list[OutcomeRecord]:

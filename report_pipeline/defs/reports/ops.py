@@ -159,32 +159,33 @@ def tag_run_with_revision(context: dg.OpExecutionContext, staged: StagedReport, 
     context.instance.add_run_tags(context.run_id, tags)
 
 
-@dg.op(retry_policy=STORAGE_RETRY)
+@dg.op(out=dg.Out(ExtractedTask), retry_policy=STORAGE_RETRY)
 def extract_pages(
     context: dg.OpExecutionContext,
     store: StoreResource,
     settings: PipelineSettingsResource,
     task: PageTask,
-) -> dg.Output[ExtractedTask]:
+) -> Iterator[dg.Output[ExtractedTask]]:
     """One page group (first_page..last_page): decode, validate and normalize every image its
     pages draw, in a private workdir. Bad bytes are quarantined on the spot (never retried);
-    results go to the store."""
+    results go to the store, the outcomes file beside the step's output (one wait on S3, not
+    two): the step succeeds only once both are stored."""
     attempt = context.retry_number + 1  # recorded in the manifest with archive_pages's
-    extracted = guarded(
+    backend = guarded(context, store.get_store)  # in the op's thread (see publish_manifest)
+    extracted, write_outcomes = guarded(
         context,
-        lambda: steps.extract(
-            store.get_store(), task, settings.settings(), owner(context), attempt
+        lambda: steps.extract_unwritten(
+            backend, task, settings.settings(), owner(context), attempt
         ),
     )
-    return dg.Output(
-        extracted,
-        metadata={
-            **page_group_metadata(task),
-            "validated": extracted.validated,
-            "quarantined": extracted.quarantined,
-            "peak_rss_mib": round(extracted.peak_rss_kib / 1024, 1),
-        },
-    )
+    metadata = {
+        **page_group_metadata(task),
+        "validated": extracted.validated,
+        "quarantined": extracted.quarantined,
+        "peak_rss_mib": round(extracted.peak_rss_kib / 1024, 1),
+    }
+    with guarded_beside(context, backend, write_outcomes):
+        yield dg.Output(extracted, metadata=metadata)
 
 
 @dg.op(out=dg.Out(ArchivedTask), retry_policy=STORAGE_RETRY)
