@@ -12,45 +12,37 @@ import dagster as dg
 import pytest
 
 from report_pipeline.defs.reports.guard import RETRY_ON_FAILURE_TAG, instance_outage
-from report_pipeline_tests.conftest import fixture_pdf
+from report_pipeline_tests.defs.conftest import events
 from report_pipeline_tests.defs.outage_storage import MARKER, instance_yaml
 from report_pipeline_tests.operate import reexec_job
 from report_pipeline_tests.operate.reexec_job import FAULT
-from report_pipeline_tests.operate.test_reexecution import assert_one_complete_manifest
+from report_pipeline_tests.operate.test_reexecution import (
+    MONTH,
+    assert_one_complete_manifest,
+    prepare_root,
+)
 
 pytestmark = pytest.mark.slow
 
-MONTH = "2026-10"
 TAGS = {"dagster/partition": MONTH}
 WILL_RETRY = "dagster/will_retry"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch) -> Path:
-    for name in ["inbox", "store", "work"]:
-        (tmp_path / name).mkdir()
-        monkeypatch.setenv(f"REPORT_PIPELINE_{name.upper()}", str(tmp_path / name))
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
+def root(tmp_path: Path, monkeypatch) -> Path:
+    return prepare_root(tmp_path, monkeypatch)
 
 
-def drop(home: Path, data: bytes) -> None:
-    (home.parent / "inbox" / MONTH).mkdir(parents=True)
-    (home.parent / "inbox" / MONTH / "report.pdf").write_bytes(data)
-
-
-def outage_instance(home: Path, step: str, event_type: str) -> dg.DagsterInstance:
+def outage_instance(root: Path, step: str, event_type: str) -> dg.DagsterInstance:
+    """`root`'s instance, its event log failing once at (`step`, `event_type`)."""
+    home = root / "home"
     (home / "dagster.yaml").write_text(instance_yaml(home, step, event_type))
     return dg.DagsterInstance.from_config(str(home))
 
 
-def run(instance: dg.DagsterInstance, **options) -> dg.ExecuteJobResult:
+def run(instance: dg.DagsterInstance, tags: dict = TAGS, **options) -> dg.ExecuteJobResult:
     job = dg.reconstructable(reexec_job.job)  # extract_report_job, roots from the environment
-    return dg.execute_job(job, instance, tags=TAGS, raise_on_error=False, **options)
-
-
-def failures(result: dg.ExecuteJobResult) -> list[dg.DagsterEvent]:
-    return [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    return dg.execute_job(job, instance, tags=tags, raise_on_error=False, **options)
 
 
 @pytest.mark.parametrize(
@@ -63,49 +55,45 @@ def failures(result: dg.ExecuteJobResult) -> list[dg.DagsterEvent]:
     ],  # fmt: skip
 )
 def test_a_step_failed_by_the_database_is_retried_and_its_retry_completes_the_month(
-    home, step, event_type
+    root, step, event_type
 ):
-    drop(home, fixture_pdf("monthly_report.pdf").read_bytes())
-    with outage_instance(home, step, event_type) as instance:
+    with outage_instance(root, step, event_type) as instance:
         failed = run(instance)
-        assert not failed.success and (home / "history/runs" / MARKER).exists()
-        (failure,) = failures(failed)
+        assert not failed.success and (root / "home/history/runs" / MARKER).exists()
+        (failure,) = events(failed, "STEP_FAILURE")
         assert failure.step_key.rsplit(".", 1)[-1].startswith(step)
         assert "OperationalError" in failure.step_failure_data.error.message
         marked = instance.get_run_by_id(failed.run_id)
         assert marked.tags[RETRY_ON_FAILURE_TAG] == "true" and marked.tags[WILL_RETRY] == "true"
         options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
         assert run(instance, reexecution_options=options).success  # what run retries launch
-    assert_one_complete_manifest(home.parent)
+    assert_one_complete_manifest(root)
 
 
-def test_a_dead_letter_of_ours_is_still_not_retried(home):
-    drop(home, b"not a pdf at all\n" * 10)
-    with outage_instance(home, "never", "STEP_INPUT") as instance:
+def test_a_dead_letter_of_ours_is_still_not_retried(root):
+    (root / "inbox" / MONTH / "report.pdf").write_bytes(b"not a pdf at all\n" * 10)
+    with outage_instance(root, "never", "STEP_INPUT") as instance:
         refused = run(instance)
-        (failure,) = failures(refused)
+        (failure,) = events(refused, "STEP_FAILURE")
         assert "report refused" in failure.step_failure_data.error.message
         marked = instance.get_run_by_id(refused.run_id)
         assert RETRY_ON_FAILURE_TAG not in marked.tags and marked.tags[WILL_RETRY] == "false"
 
 
 def test_a_retry_that_inherited_the_tag_and_meets_a_dead_letter_is_not_retried_again(
-    home, monkeypatch
+    root, monkeypatch
 ):
     """Run retries copy the parent's tags, the retry tag among them: a dead letter in the retry
-    (a permanent storage error writing child records) turns it off again."""
-    drop(home, fixture_pdf("monthly_report.pdf").read_bytes())
-    with outage_instance(home, "publish_manifest", "STEP_INPUT") as instance:
+    (a permanent storage error writing the manifest) turns it off again."""
+    with outage_instance(root, "publish_manifest", "STEP_INPUT") as instance:
         failed = run(instance)
         parent = instance.get_run_by_id(failed.run_id)
         assert parent.tags[RETRY_ON_FAILURE_TAG] == "true"
         inherited = {k: v for k, v in parent.tags.items() if k != WILL_RETRY}  # as the daemon
         monkeypatch.setenv(FAULT, "put_bytes:1:archive/*/manifest.json")
         options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
-        job = dg.reconstructable(reexec_job.job)
-        retry = dg.execute_job(job, instance, tags=inherited, raise_on_error=False,
-                               reexecution_options=options)  # fmt: skip
-        (failure,) = failures(retry)
+        retry = run(instance, inherited, reexecution_options=options)
+        (failure,) = events(retry, "STEP_FAILURE")
         assert "dead letter" in failure.step_failure_data.error.message
         child = instance.get_run_by_id(retry.run_id)
         assert child.tags[RETRY_ON_FAILURE_TAG] == "false" and child.tags[WILL_RETRY] == "false"

@@ -38,6 +38,12 @@ with dg.DagsterInstance.get() as instance:
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch) -> Path:
+    return prepare_root(tmp_path, monkeypatch)
+
+
+def prepare_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fixture report in MONTH's inbox folder, the roots (inbox, store, work) in the
+    environment as the project reads them, DAGSTER_HOME at `home/` with telemetry off."""
     (tmp_path / "inbox" / MONTH).mkdir(parents=True)
     (tmp_path / "inbox" / MONTH / "report.pdf").write_bytes(
         fixture_pdf("monthly_report.pdf").read_bytes()
